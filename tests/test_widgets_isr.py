@@ -1,0 +1,423 @@
+"""ISR figures and the interactive ISR view, driven headlessly on small inline frames."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from widgets.isr import (
+    IsrTimeline,
+    figure_isr_timeline,
+    figure_under_min_isr,
+    findings_html,
+    isr_findings,
+    summary_table,
+)
+from workbench.errors import ConfigError
+
+DAY = "2026-11-21 "
+
+# topic, partition, state, start, end, leader, isr, replicas, elr, min_isr
+INTERVALS = [
+    ("payments", 0, "healthy", "03:00:00", "03:12:05", 1, [1, 2, 3], [1, 2, 3], None, 2),
+    ("payments", 0, "under_min_isr", "03:12:05", "03:12:47", 1, [1], [1, 2, 3], [2], 2),
+    ("payments", 0, "healthy", "03:12:47", "03:20:00", 1, [1, 2, 3], [1, 2, 3], None, 2),
+    ("payments", 1, "healthy", "03:00:00", "03:20:00", 2, [2, 3, 1], [2, 3, 1], None, 2),
+    ("orders", 0, "under_replicated", "03:00:00", "03:05:00", 3, [3, 1], [3, 1, 2], None, 1),
+    ("orders", 0, "offline", "03:05:00", "03:06:00", -1, [], [3, 1, 2], None, 1),
+    ("orders", 0, "healthy", "03:06:00", "03:20:00", 3, [3, 1, 2], [3, 1, 2], None, 1),
+]
+
+# broker, time, count
+COUNTS = [
+    (1, "03:12:05", 1),
+    (1, "03:12:47", 0),
+    (3, "03:00:00", 0),
+    (3, "03:19:00", 0),
+]
+
+
+def states_frame(rows=INTERVALS) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "topic",
+            "partition",
+            "state",
+            "start",
+            "end",
+            "leader",
+            "isr",
+            "replicas",
+            "elr",
+            "min_isr",
+        ],
+    )
+    frame["start"] = pd.to_datetime(DAY + frame["start"])
+    frame["end"] = pd.to_datetime(DAY + frame["end"])
+    frame["topic_id"] = "id-" + frame["topic"]
+    frame["start_offset"] = np.arange(len(frame), dtype="int64")
+    frame["under_min_isr"] = frame["state"] == "under_min_isr"
+    return frame
+
+
+def counts_frame(rows=COUNTS) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=["broker", "time", "count"])
+    frame["time"] = pd.to_datetime(DAY + frame["time"])
+    return frame
+
+
+def t(clock: str) -> str:
+    """The date string the figures use for a time of day on the test day."""
+    return f"{DAY}{clock}.000"
+
+
+def bars(fig: go.Figure) -> dict[str, list[tuple[str, str, float]]]:
+    """Every bar of a timeline figure, per trace name: (row, start, duration ms)."""
+    return {trace.name: list(zip(trace.y, trace.base, trace.x, strict=True)) for trace in fig.data}
+
+
+def trace_data(fig: go.Figure) -> list[dict]:
+    """Whole trace data of a figure, without the per-trace random uid."""
+    data = json.loads(fig.to_json())["data"]
+    for trace in data:
+        trace.pop("uid", None)
+    return data
+
+
+# ----------------------------------------------------------------------------- timeline figure
+
+
+def test_timeline_bars_are_exactly_the_intervals() -> None:
+    fig = figure_isr_timeline(states_frame())
+
+    assert bars(fig) == {
+        "offline": [("orders-0", t("03:05:00"), 60_000.0)],
+        "under min ISR": [("payments-0", t("03:12:05"), 42_000.0)],
+        "under-replicated": [("orders-0", t("03:00:00"), 300_000.0)],
+        "healthy": [
+            ("orders-0", t("03:06:00"), 840_000.0),
+            ("payments-0", t("03:00:00"), 725_000.0),
+            ("payments-0", t("03:12:47"), 433_000.0),
+            ("payments-1", t("03:00:00"), 1_200_000.0),
+        ],
+    }
+    assert [trace.orientation for trace in fig.data] == ["h"] * 4
+    assert [trace.marker.color for trace in fig.data] == ["#222222", "#d62728", "#e3c000", "#8fd18f"]
+    assert list(fig.layout.yaxis.categoryarray) == ["orders-0", "payments-0", "payments-1"]
+    assert fig.layout.xaxis.type == "date"
+    assert fig.layout.xaxis.range is None
+
+
+def test_timeline_hover_shows_leader_isr_replicas_elr_and_min_isr() -> None:
+    fig = figure_isr_timeline(states_frame())
+    by_name = {trace.name: trace for trace in fig.data}
+
+    assert [list(row) for row in by_name["under min ISR"].customdata] == [
+        [
+            "payments",
+            0,
+            "under min ISR",
+            "2026-11-21 03:12:05",
+            "2026-11-21 03:12:47",
+            42.0,
+            "1",
+            "[1]",
+            "[1, 2, 3]",
+            "[2]",
+            "2",
+        ],
+    ]
+    assert [list(row) for row in by_name["offline"].customdata] == [
+        [
+            "orders",
+            0,
+            "offline",
+            "2026-11-21 03:05:00",
+            "2026-11-21 03:06:00",
+            60.0,
+            "none",
+            "[]",
+            "[3, 1, 2]",
+            "n/a",
+            "1",
+        ],
+    ]
+    template = by_name["offline"].hovertemplate
+    for field in (
+        "leader: %{customdata[6]}",
+        "ISR: %{customdata[7]}",
+        "replicas: %{customdata[8]}",
+        "ELR: %{customdata[9]}",
+        "min ISR: %{customdata[10]}",
+    ):
+        assert field in template
+
+
+def test_timeline_accepts_spark_style_numpy_arrays_and_time_zones() -> None:
+    naive = states_frame()
+    aware = naive.copy()
+    aware["start"] = aware["start"].dt.tz_localize("UTC").dt.tz_convert("Europe/Berlin")
+    aware["end"] = aware["end"].dt.tz_localize("UTC").dt.tz_convert("Europe/Berlin")
+    for column in ("isr", "replicas"):
+        aware[column] = [np.array(v, dtype="int32") for v in aware[column]]
+
+    assert trace_data(figure_isr_timeline(aware)) == trace_data(figure_isr_timeline(naive))
+
+
+def test_timeline_topic_and_state_filters() -> None:
+    frame = states_frame()
+
+    fig = figure_isr_timeline(frame, topics=["orders"])
+    assert bars(fig) == {
+        "offline": [("orders-0", t("03:05:00"), 60_000.0)],
+        "under-replicated": [("orders-0", t("03:00:00"), 300_000.0)],
+        "healthy": [("orders-0", t("03:06:00"), 840_000.0)],
+    }
+    assert list(fig.layout.yaxis.categoryarray) == ["orders-0"]
+
+    # a comma-separated string, as the notebook parameter passes it
+    fig = figure_isr_timeline(frame, topics="payments, orders", states="under_min_isr,offline")
+    assert bars(fig) == {
+        "offline": [("orders-0", t("03:05:00"), 60_000.0)],
+        "under min ISR": [("payments-0", t("03:12:05"), 42_000.0)],
+    }
+    assert list(fig.layout.yaxis.categoryarray) == ["orders-0", "payments-0"]
+
+
+def test_timeline_time_window_drops_outside_intervals_and_sets_the_axis() -> None:
+    fig = figure_isr_timeline(states_frame(), start="2026-11-21T03:10:00Z", end="2026-11-21 03:13:00")
+
+    assert bars(fig) == {
+        "under min ISR": [("payments-0", t("03:12:05"), 42_000.0)],
+        "healthy": [
+            ("orders-0", t("03:06:00"), 840_000.0),
+            ("payments-0", t("03:00:00"), 725_000.0),
+            ("payments-0", t("03:12:47"), 433_000.0),
+            ("payments-1", t("03:00:00"), 1_200_000.0),
+        ],
+    }
+    assert list(fig.layout.xaxis.range) == [t("03:10:00"), t("03:13:00")]
+
+
+def test_timeline_escapes_topic_names_from_logs() -> None:
+    hostile = "<img src=x onerror=alert(1)>"
+    rows = [(hostile, 0, "under_min_isr", "03:00:00", "03:00:10", 1, [1], [1, 2], None, 2)]
+    fig = figure_isr_timeline(states_frame(rows))
+
+    label = "&lt;img src=x onerror=alert(1)&gt;"
+    assert list(fig.data[0].y) == [f"{label}-0"]
+    assert fig.data[0].customdata[0][0] == label
+    assert "<img" not in fig.to_json()
+
+
+def test_timeline_without_matching_intervals_says_so() -> None:
+    fig = figure_isr_timeline(states_frame(), topics=["nope"])
+    assert fig.data == ()
+    assert [a.text for a in fig.layout.annotations] == ["No partition state interval matches the filters."]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"states": ["broken"]}, "unknown state"),
+        ({"start": "03:20", "end": "03:10"}, "is after end"),
+        ({"start": "yesterday-ish"}, "start: expected a date/time"),
+    ],
+)
+def test_timeline_rejects_bad_arguments(kwargs: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        figure_isr_timeline(states_frame(), **kwargs)
+
+
+def test_timeline_names_missing_columns() -> None:
+    with pytest.raises(ConfigError, match="missing column.*isr, replicas"):
+        figure_isr_timeline(states_frame().drop(columns=["isr", "replicas"]))
+
+
+# ----------------------------------------------------------------------------- counts figure
+
+
+def test_counts_are_step_lines_per_broker_extended_to_the_end() -> None:
+    fig = figure_under_min_isr(counts_frame())
+
+    assert [(tr.name, tr.line.shape, list(tr.x), list(tr.y)) for tr in fig.data] == [
+        ("broker 1", "hv", [t("03:12:05"), t("03:12:47"), t("03:19:00")], [1, 0, 0]),
+        ("broker 3", "hv", [t("03:00:00"), t("03:19:00")], [0, 0]),
+    ]
+    assert fig.layout.xaxis.range is None
+
+
+def test_counts_window_carries_the_value_in_force_at_start() -> None:
+    fig = figure_under_min_isr(counts_frame(), start="2026-11-21 03:12:30", end="2026-11-21 03:15:00")
+
+    assert [(tr.name, list(tr.x), list(tr.y)) for tr in fig.data] == [
+        ("broker 1", [t("03:12:30"), t("03:12:47"), t("03:15:00")], [1, 0, 0]),
+        ("broker 3", [t("03:12:30"), t("03:15:00")], [0, 0]),
+    ]
+    assert list(fig.layout.xaxis.range) == [t("03:12:30"), t("03:15:00")]
+
+
+def test_counts_empty_and_missing_columns() -> None:
+    empty = figure_under_min_isr(counts_frame([]))
+    assert empty.data == ()
+    assert [a.text for a in empty.layout.annotations] == ["No UnderMinIsrPartitionCount change recorded."]
+    with pytest.raises(ConfigError, match="missing column.*count"):
+        figure_under_min_isr(counts_frame().drop(columns=["count"]))
+
+
+# ----------------------------------------------------------------------------- interactive view
+
+
+def test_view_starts_with_everything_shown() -> None:
+    view = IsrTimeline(states_frame(), counts_frame())
+
+    assert view.topic_filter.options == ("orders", "payments")
+    assert view.topic_filter.value == ()
+    assert view.state_filter.value == ()
+    assert view.time_range.value == (pd.Timestamp(DAY + "03:00:00"), pd.Timestamp(DAY + "03:20:00"))
+    assert isinstance(view.timeline, go.FigureWidget)
+    assert isinstance(view.counts_figure, go.FigureWidget)
+    full = figure_isr_timeline(states_frame(), start=DAY + "03:00:00", end=DAY + "03:20:00")
+    assert trace_data(view.timeline) == trace_data(full)
+    assert view.status.value == "7 interval(s) on 3 partition(s) shown"
+
+
+def test_view_topic_filter_redraws_only_that_topic() -> None:
+    view = IsrTimeline(states_frame(), counts_frame())
+    timeline = view.timeline
+
+    view.topic_filter.value = ("orders",)
+
+    assert view.timeline is timeline  # updated in place, not replaced
+    assert bars(view.timeline) == {
+        "offline": [("orders-0", t("03:05:00"), 60_000.0)],
+        "under-replicated": [("orders-0", t("03:00:00"), 300_000.0)],
+        "healthy": [("orders-0", t("03:06:00"), 840_000.0)],
+    }
+    assert list(view.timeline.layout.yaxis.categoryarray) == ["orders-0"]
+
+    view.topic_filter.value = ()
+    assert set(view.timeline.layout.yaxis.categoryarray) == {"orders-0", "payments-0", "payments-1"}
+
+
+def test_view_state_filter() -> None:
+    view = IsrTimeline(states_frame(), counts_frame())
+
+    view.state_filter.value = ("under_min_isr", "offline")
+
+    assert bars(view.timeline) == {
+        "offline": [("orders-0", t("03:05:00"), 60_000.0)],
+        "under min ISR": [("payments-0", t("03:12:05"), 42_000.0)],
+    }
+    assert view.status.value == "2 interval(s) on 2 partition(s) shown"
+
+
+def test_view_time_range_narrows_both_x_axes() -> None:
+    view = IsrTimeline(states_frame(), counts_frame())
+    lo, hi = pd.Timestamp(DAY + "03:12:05"), pd.Timestamp(DAY + "03:12:47")
+
+    view.time_range.value = (lo, hi)
+
+    assert list(view.timeline.layout.xaxis.range) == [t("03:12:05"), t("03:12:47")]
+    assert list(view.counts_figure.layout.xaxis.range) == [t("03:12:05"), t("03:12:47")]
+    assert bars(view.timeline)["under min ISR"] == [("payments-0", t("03:12:05"), 42_000.0)]
+    assert "offline" not in bars(view.timeline)
+    assert [(tr.name, list(tr.x), list(tr.y)) for tr in view.counts_figure.data] == [
+        ("broker 1", [t("03:12:05"), t("03:12:47")], [1, 0]),
+        ("broker 3", [t("03:12:05"), t("03:12:47")], [0, 0]),
+    ]
+
+
+def test_view_figures_match_the_controls() -> None:
+    view = IsrTimeline(states_frame(), counts_frame())
+    view.topic_filter.value = ("payments",)
+    view.state_filter.value = ("under_min_isr",)
+
+    timeline, counts = view.figures()
+
+    assert trace_data(timeline) == trace_data(view.timeline)
+    assert trace_data(counts) == trace_data(view.counts_figure)
+    assert not isinstance(timeline, go.FigureWidget)
+
+
+def test_view_on_empty_frames_is_disabled_not_broken() -> None:
+    view = IsrTimeline(states_frame([]), counts_frame([]))
+    assert view.time_range.disabled
+    assert view.timeline.data == ()
+    assert view.status.value == "0 interval(s) on 0 partition(s) shown"
+
+
+# ----------------------------------------------------------------------------- findings and table
+
+
+def summary_frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "topic": ["payments", "payments", "orders", "<script>x</script>"],
+            "partition": [0, 1, 0, 0],
+            "min_isr": [2, 2, 1, 2],
+            "under_min_isr_seconds": [42.0, 0.0, 0.0, 0.0],
+            "under_replicated_seconds": [42.0, 0.0, 360.0, 0.0],
+            "offline_seconds": [0.0, 0.0, 60.0, 0.0],
+            "first_under_min_isr": pd.to_datetime([DAY + "03:12:05", None, None, None]),
+            "isr_shrinks": [1, 0, 2, 4],
+            "isr_expands": [1, 0, 2, 4],
+        }
+    )
+
+
+def test_findings_sentences_most_severe_first() -> None:
+    assert isr_findings(summary_frame()) == [
+        "topic orders partition 0 was offline for 60.0 s",
+        "topic payments partition 0 was under min ISR (2) for 42.0 s starting 2026-11-21 03:12:05 UTC",
+        "ISR of topic <script>x</script> partition 0 shrank 4 times and expanded 4 times (flapping)",
+    ]
+    assert isr_findings(summary_frame(), limit=1) == [
+        "topic orders partition 0 was offline for 60.0 s",
+        "... and 2 more finding(s); see the summary table.",
+    ]
+    quiet = summary_frame().iloc[[1]]
+    assert isr_findings(quiet) == ["No partition was offline or under min ISR, and no ISR flapped."]
+
+
+def test_findings_html_escapes_every_item() -> None:
+    assert findings_html(isr_findings(summary_frame())[2:]) == (
+        '<ul class="wb-findings"><li>ISR of topic &lt;script&gt;x&lt;/script&gt; partition 0 '
+        "shrank 4 times and expanded 4 times (flapping)</li></ul>"
+    )
+
+
+def test_summary_table_keeps_notable_partitions_worst_first() -> None:
+    table = summary_table(summary_frame())
+    assert table[["topic", "partition", "offline_seconds", "under_min_isr_seconds", "isr_shrinks"]].to_dict(
+        "records"
+    ) == [
+        {
+            "topic": "orders",
+            "partition": 0,
+            "offline_seconds": 60.0,
+            "under_min_isr_seconds": 0.0,
+            "isr_shrinks": 2,
+        },
+        {
+            "topic": "payments",
+            "partition": 0,
+            "offline_seconds": 0.0,
+            "under_min_isr_seconds": 42.0,
+            "isr_shrinks": 1,
+        },
+        {
+            "topic": "<script>x</script>",
+            "partition": 0,
+            "offline_seconds": 0.0,
+            "under_min_isr_seconds": 0.0,
+            "isr_shrinks": 4,
+        },
+    ]
+    assert "&lt;script&gt;x&lt;/script&gt;" in table.to_html(index=False)
+    assert "<script>" not in table.to_html(index=False)

@@ -1,0 +1,645 @@
+"""ISR health view (KIP-164): partition state timeline and UnderMinIsrPartitionCount per broker.
+
+Inputs are the small, aggregated pandas frames produced by :mod:`workbench.analysis.isr`
+(collected with ``toPandas``), never raw metadata records:
+
+* ``states`` — :func:`workbench.analysis.isr.partition_states`: one row per state interval of a
+  partition (``topic, partition, start, end, leader, isr, replicas, elr, min_isr, state`` ...);
+* ``counts`` — :func:`workbench.analysis.isr.under_min_isr_counts`: ``broker, time, count``, one
+  row at each change of a leader broker's UnderMinIsrPartitionCount;
+* ``summary`` — :func:`workbench.analysis.isr.partition_summary`: one row per partition.
+
+The pure ``figure_*`` functions serve both the static report and the interactive
+:class:`IsrTimeline`. Topic names come from logs and are untrusted: plotly interprets a subset
+of HTML in labels and hover text, so every string taken from the data is escaped with
+:func:`html.escape` before it reaches a figure.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import ipywidgets as ipw
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from widgets._frames import (
+    TimeLike,
+    format_time,
+    int_list,
+    parse_time,
+    require_columns,
+    short_time,
+    utc_naive,
+)
+from workbench.errors import ConfigError
+
+__all__ = [
+    "STATES",
+    "STATE_COLORS",
+    "IsrTimeline",
+    "figure_isr_timeline",
+    "figure_under_min_isr",
+    "findings_html",
+    "isr_findings",
+    "partition_label",
+    "summary_table",
+]
+
+#: Partition states, most severe first (the priority used by the analysis).
+STATES: tuple[str, ...] = ("offline", "under_min_isr", "at_min_isr", "under_replicated", "healthy")
+
+#: Bar colour per state.
+STATE_COLORS: dict[str, str] = {
+    "offline": "#222222",
+    "under_min_isr": "#d62728",
+    "at_min_isr": "#ff7f0e",
+    "under_replicated": "#e3c000",
+    "healthy": "#8fd18f",
+}
+
+STATE_LABELS: dict[str, str] = {
+    "offline": "offline",
+    "under_min_isr": "under min ISR",
+    "at_min_isr": "at min ISR",
+    "under_replicated": "under-replicated",
+    "healthy": "healthy",
+}
+
+STATE_COLUMNS: tuple[str, ...] = (
+    "topic",
+    "partition",
+    "start",
+    "end",
+    "leader",
+    "isr",
+    "replicas",
+    "min_isr",
+    "state",
+)
+COUNT_COLUMNS: tuple[str, ...] = ("broker", "time", "count")
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "topic",
+    "partition",
+    "min_isr",
+    "under_min_isr_seconds",
+    "under_replicated_seconds",
+    "offline_seconds",
+    "first_under_min_isr",
+    "isr_shrinks",
+    "isr_expands",
+)
+
+_HOVER = (
+    "<b>%{customdata[0]}</b> partition %{customdata[1]}<br>"
+    "state: %{customdata[2]}<br>"
+    "%{customdata[3]} → %{customdata[4]} (%{customdata[5]:.3f} s)<br>"
+    "leader: %{customdata[6]}<br>"
+    "ISR: %{customdata[7]}<br>"
+    "replicas: %{customdata[8]}<br>"
+    "ELR: %{customdata[9]}<br>"
+    "min ISR: %{customdata[10]}"
+    "<extra></extra>"
+)
+
+_MAX_SLIDER_STEPS = 400
+
+
+def partition_label(topic: str, partition: int) -> str:
+    """Row label of a topic-partition, HTML-escaped for plotly (``topic-partition``).
+
+    Examples
+    --------
+    >>> partition_label("payments", 3)
+    'payments-3'
+    >>> partition_label("<b>x</b>", 0)
+    '&lt;b&gt;x&lt;/b&gt;-0'
+    """
+    return html.escape(f"{topic}-{int(partition)}")
+
+
+def _selection(values: Iterable[str] | str | None) -> list[str] | None:
+    """Normalise a filter argument: None/empty = everything, a string = comma-separated list."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        items = [v.strip() for v in values.split(",") if v.strip()]
+    else:
+        items = [str(v) for v in values]
+    return items or None
+
+
+def _prepare_states(states: pd.DataFrame) -> pd.DataFrame:
+    require_columns(states, STATE_COLUMNS, "ISR states frame")
+    frame = states.copy()
+    frame["start"] = utc_naive(frame["start"])
+    frame["end"] = utc_naive(frame["end"])
+    if frame["end"].isna().any():
+        last = pd.concat([frame["start"], frame["end"]]).max()
+        frame["end"] = frame["end"].fillna(last)
+    unknown = sorted(set(frame["state"].dropna()) - set(STATES))
+    if unknown:
+        raise ConfigError(f"ISR states frame: unknown state(s) {unknown}; expected one of {list(STATES)}")
+    return frame
+
+
+def _leader_text(leader: Any) -> str:
+    if leader is None or pd.isna(leader) or int(leader) < 0:
+        return "none"
+    return str(int(leader))
+
+
+def _min_isr_text(value: Any) -> str:
+    if value is None or pd.isna(value):
+        return "n/a"
+    return str(int(value))
+
+
+def _empty_figure(title: str, message: str) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(
+        title=title,
+        height=300,
+        xaxis={"visible": False},
+        yaxis={"visible": False},
+        annotations=[
+            {
+                "text": html.escape(message),
+                "showarrow": False,
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0.5,
+                "y": 0.5,
+            }
+        ],
+    )
+    return fig
+
+
+def figure_isr_timeline(
+    intervals: pd.DataFrame,
+    *,
+    topics: Iterable[str] | str | None = None,
+    states: Iterable[str] | str | None = None,
+    start: TimeLike = None,
+    end: TimeLike = None,
+) -> go.Figure:
+    """Gantt-like timeline of partition states: one row per topic-partition, one bar per interval.
+
+    Parameters
+    ----------
+    intervals : pandas.DataFrame
+        State intervals as returned by ``workbench.analysis.isr.partition_states(...).toPandas()``;
+        needs ``topic, partition, start, end, leader, isr, replicas, min_isr, state`` (``elr`` is
+        shown when present).
+    topics : iterable of str or str, optional
+        Topics to show (a string is read as a comma-separated list). ``None``/empty: all.
+    states : iterable of str or str, optional
+        States to show, from :data:`STATES`. ``None``/empty: all.
+    start, end : str, datetime or Timestamp, optional
+        Time window (UTC when naive). Intervals that do not overlap it are left out, and the
+        x axis is set to it.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One horizontal ``Bar`` trace per state present (in :data:`STATES` order): ``base`` is the
+        interval start, ``x`` its duration in milliseconds, ``y`` the partition label; hover shows
+        leader, ISR, replicas, ELR and min ISR.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({
+    ...     "topic": ["t"], "partition": [0], "leader": [1], "isr": [[1]], "replicas": [[1, 2]],
+    ...     "min_isr": [2], "state": ["under_min_isr"],
+    ...     "start": pd.to_datetime(["2026-01-01 03:00:00"]), "end": pd.to_datetime(["2026-01-01 03:00:42"])})
+    >>> fig = figure_isr_timeline(frame)
+    >>> fig.data[0].name, list(fig.data[0].x)
+    ('under min ISR', [42000.0])
+    """
+    frame = _prepare_states(intervals)
+    topic_sel = _selection(topics)
+    state_sel = _selection(states)
+    if state_sel is not None:
+        unknown = sorted(set(state_sel) - set(STATES))
+        if unknown:
+            raise ConfigError(f"states: unknown state(s) {unknown}; expected some of {list(STATES)}")
+    lo = parse_time(start, "start")
+    hi = parse_time(end, "end")
+    if lo is not None and hi is not None and lo > hi:
+        raise ConfigError(f"time window: start {lo} is after end {hi}")
+
+    if topic_sel is not None:
+        frame = frame[frame["topic"].astype(str).isin(topic_sel)]
+    if state_sel is not None:
+        frame = frame[frame["state"].isin(state_sel)]
+    if lo is not None:
+        frame = frame[frame["end"] > lo]
+    if hi is not None:
+        frame = frame[frame["start"] < hi]
+
+    title = "Partition ISR state over time"
+    if frame.empty:
+        return _empty_figure(title, "No partition state interval matches the filters.")
+
+    frame = frame.sort_values(["topic", "partition", "start"], kind="stable")
+    rows = list(
+        dict.fromkeys(partition_label(t, p) for t, p in zip(frame["topic"], frame["partition"], strict=True))
+    )
+    has_elr = "elr" in frame.columns
+
+    fig = go.Figure()
+    for state in STATES:
+        part = frame[frame["state"] == state]
+        if part.empty:
+            continue
+        duration_ms = (part["end"] - part["start"]).dt.total_seconds().to_numpy() * 1000.0
+        customdata = [
+            [
+                html.escape(str(row.topic)),
+                int(row.partition),
+                STATE_LABELS[state],
+                short_time(row.start),
+                short_time(row.end),
+                dur / 1000.0,
+                _leader_text(row.leader),
+                int_list(row.isr),
+                int_list(row.replicas),
+                int_list(row.elr) if has_elr else "n/a",
+                _min_isr_text(row.min_isr),
+            ]
+            for row, dur in zip(part.itertuples(index=False), duration_ms, strict=True)
+        ]
+        fig.add_trace(
+            go.Bar(
+                name=STATE_LABELS[state],
+                orientation="h",
+                y=[partition_label(t, p) for t, p in zip(part["topic"], part["partition"], strict=True)],
+                base=[format_time(s) for s in part["start"]],
+                x=[float(d) for d in duration_ms],
+                customdata=customdata,
+                hovertemplate=_HOVER,
+                marker={"color": STATE_COLORS[state], "line": {"width": 0}},
+                legendgroup=state,
+            )
+        )
+
+    fig.update_layout(
+        title=title,
+        barmode="overlay",
+        bargap=0.25,
+        height=min(160 + 26 * len(rows), 4000),
+        legend={"title": {"text": "state"}, "traceorder": "normal"},
+        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        xaxis={"type": "date", "title": {"text": "time (UTC)"}},
+        yaxis={
+            "type": "category",
+            "categoryorder": "array",
+            "categoryarray": rows,
+            "autorange": "reversed",
+            "automargin": True,
+            "title": {"text": "topic-partition"},
+        },
+    )
+    if lo is not None or hi is not None:
+        left = lo if lo is not None else frame["start"].min()
+        right = hi if hi is not None else frame["end"].max()
+        fig.update_xaxes(range=[format_time(left), format_time(right)], autorange=False)
+    return fig
+
+
+def figure_under_min_isr(counts: pd.DataFrame, start: TimeLike = None, end: TimeLike = None) -> go.Figure:
+    """Step lines of UnderMinIsrPartitionCount per leader broker (the KIP-164 metric, computed).
+
+    Each broker's series holds its value until the next change (``line_shape="hv"``). So that the
+    last level stays visible, every series is extended to the window end (``end``, or else the
+    latest change of any broker); with ``start`` the value in force at ``start`` opens the series.
+
+    Parameters
+    ----------
+    counts : pandas.DataFrame
+        ``broker, time, count`` as returned by
+        ``workbench.analysis.isr.under_min_isr_counts(...).toPandas()``.
+    start, end : str, datetime or Timestamp, optional
+        Time window (UTC when naive); sets the x axis range.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One ``Scatter`` trace per broker, named ``broker <id>``, in broker id order.
+
+    Examples
+    --------
+    >>> counts = pd.DataFrame({"broker": [1, 1], "count": [1, 0],
+    ...     "time": pd.to_datetime(["2026-01-01 03:00:00", "2026-01-01 03:00:42"])})
+    >>> fig = figure_under_min_isr(counts)
+    >>> fig.data[0].line.shape, list(fig.data[0].y)
+    ('hv', [1, 0])
+    """
+    require_columns(counts, COUNT_COLUMNS, "UnderMinIsrPartitionCount frame")
+    lo = parse_time(start, "start")
+    hi = parse_time(end, "end")
+    if lo is not None and hi is not None and lo > hi:
+        raise ConfigError(f"time window: start {lo} is after end {hi}")
+    frame = counts.copy()
+    frame["time"] = utc_naive(frame["time"])
+    frame = frame.dropna(subset=["broker", "time", "count"]).sort_values(["broker", "time"], kind="stable")
+
+    title = "UnderMinIsrPartitionCount per leader broker"
+    if frame.empty:
+        return _empty_figure(title, "No UnderMinIsrPartitionCount change recorded.")
+
+    right = hi if hi is not None else frame["time"].max()
+    fig = go.Figure()
+    for broker, series in frame.groupby("broker", sort=True):
+        times = list(series["time"])
+        values = [int(v) for v in series["count"]]
+        if lo is not None:
+            before = [i for i, t in enumerate(times) if t <= lo]
+            if before:
+                keep = before[-1]
+                times = [lo] + times[keep + 1 :]
+                values = values[keep:]
+            # nothing known before the window: the series starts at its first change
+        if hi is not None:
+            inside = [i for i, t in enumerate(times) if t <= hi]
+            times = [times[i] for i in inside]
+            values = [values[i] for i in inside]
+        if not times:
+            continue
+        if times[-1] < right:
+            times.append(right)
+            values.append(values[-1])
+        fig.add_trace(
+            go.Scatter(
+                name=f"broker {int(broker)}",
+                x=[format_time(t) for t in times],
+                y=values,
+                mode="lines",
+                line={"shape": "hv", "width": 2},
+                hovertemplate="broker " + str(int(broker)) + "<br>%{x}<br>%{y} partition(s)<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=title,
+        height=320,
+        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        legend={"title": {"text": "leader"}},
+        xaxis={"type": "date", "title": {"text": "time (UTC)"}},
+        yaxis={"title": {"text": "partitions under min ISR"}, "rangemode": "tozero", "tickformat": "d"},
+    )
+    if lo is not None or hi is not None:
+        left = lo if lo is not None else frame["time"].min()
+        fig.update_xaxes(range=[format_time(left), format_time(right)], autorange=False)
+    return fig
+
+
+def isr_findings(summary: pd.DataFrame, *, limit: int = 20, flap_threshold: int = 3) -> list[str]:
+    """Plain-text findings from the per-partition summary, most severe first.
+
+    One sentence per partition that was offline, under min ISR, or whose ISR shrank at least
+    ``flap_threshold`` times. The strings are plain text (not HTML): escape them when rendering,
+    e.g. with :func:`findings_html`.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        ``workbench.analysis.isr.partition_summary(...).toPandas()``.
+    limit : int
+        At most this many sentences; a last line counts the rest.
+    flap_threshold : int
+        Number of ISR shrinks from which a partition is reported as flapping.
+
+    Examples
+    --------
+    >>> summary = pd.DataFrame({"topic": ["t"], "partition": [0], "min_isr": [2],
+    ...     "under_min_isr_seconds": [42.0], "under_replicated_seconds": [50.0], "offline_seconds": [0.0],
+    ...     "first_under_min_isr": pd.to_datetime(["2026-01-01 03:12:05"]),
+    ...     "isr_shrinks": [1], "isr_expands": [1]})
+    >>> isr_findings(summary)
+    ['topic t partition 0 was under min ISR (2) for 42.0 s starting 2026-01-01 03:12:05 UTC']
+    """
+    require_columns(summary, SUMMARY_COLUMNS, "ISR partition summary frame")
+    if limit < 1:
+        raise ConfigError(f"limit: expected a positive number of findings, got {limit}")
+    frame = summary.copy()
+    frame["first_under_min_isr"] = utc_naive(frame["first_under_min_isr"])
+    ranked: list[tuple[int, float, str, int, str]] = []
+    for row in frame.itertuples(index=False):
+        topic, partition = str(row.topic), int(row.partition)
+        offline = float(row.offline_seconds or 0.0)
+        under_min = float(row.under_min_isr_seconds or 0.0)
+        shrinks = int(row.isr_shrinks or 0)
+        if offline > 0:
+            ranked.append(
+                (
+                    0,
+                    -offline,
+                    topic,
+                    partition,
+                    f"topic {topic} partition {partition} was offline for {offline:.1f} s",
+                )
+            )
+        if under_min > 0:
+            min_isr = _min_isr_text(row.min_isr)
+            text = f"topic {topic} partition {partition} was under min ISR ({min_isr}) for {under_min:.1f} s"
+            if not pd.isna(row.first_under_min_isr):
+                text += f" starting {short_time(row.first_under_min_isr)} UTC"
+            ranked.append((1, -under_min, topic, partition, text))
+        if shrinks >= flap_threshold:
+            ranked.append(
+                (
+                    2,
+                    -float(shrinks),
+                    topic,
+                    partition,
+                    f"ISR of topic {topic} partition {partition} shrank {shrinks} times and expanded "
+                    f"{int(row.isr_expands or 0)} times (flapping)",
+                )
+            )
+    if not ranked:
+        return ["No partition was offline or under min ISR, and no ISR flapped."]
+    ranked.sort()
+    lines = [item[-1] for item in ranked[:limit]]
+    if len(ranked) > limit:
+        lines.append(f"... and {len(ranked) - limit} more finding(s); see the summary table.")
+    return lines
+
+
+def findings_html(findings: Sequence[str]) -> str:
+    """Render plain-text findings as an HTML bullet list, escaping every item.
+
+    Examples
+    --------
+    >>> findings_html(["topic <x> partition 0 was offline for 1.0 s"])
+    '<ul class="wb-findings"><li>topic &lt;x&gt; partition 0 was offline for 1.0 s</li></ul>'
+    """
+    items = "".join(f"<li>{html.escape(str(item))}</li>" for item in findings)
+    return f'<ul class="wb-findings">{items}</ul>'
+
+
+def summary_table(summary: pd.DataFrame, *, limit: int | None = 50) -> pd.DataFrame:
+    """The per-partition summary sorted for reading: worst partitions first, seconds rounded.
+
+    Partitions that were never offline, under min ISR or under-replicated and whose ISR never
+    shrank are left out. Render with ``DataFrame.to_html`` (which escapes cell text by default).
+
+    Examples
+    --------
+    >>> summary = pd.DataFrame({"topic": ["a", "b"], "partition": [0, 0], "min_isr": [2, 2],
+    ...     "under_min_isr_seconds": [0.0, 42.0], "under_replicated_seconds": [0.0, 42.0],
+    ...     "offline_seconds": [0.0, 0.0], "first_under_min_isr": [pd.NaT, pd.NaT],
+    ...     "isr_shrinks": [0, 1], "isr_expands": [0, 1]})
+    >>> list(summary_table(summary)["topic"])
+    ['b']
+    """
+    require_columns(summary, SUMMARY_COLUMNS, "ISR partition summary frame")
+    frame = summary.loc[:, list(SUMMARY_COLUMNS)].copy()
+    frame["first_under_min_isr"] = utc_naive(frame["first_under_min_isr"])
+    seconds = ["offline_seconds", "under_min_isr_seconds", "under_replicated_seconds"]
+    frame[seconds] = frame[seconds].fillna(0.0).astype(float).round(3)
+    notable = (frame[seconds].sum(axis=1) > 0) | (frame["isr_shrinks"].fillna(0) > 0)
+    frame = frame[notable].sort_values(
+        seconds + ["isr_shrinks", "topic", "partition"],
+        ascending=[False, False, False, False, True, True],
+        kind="stable",
+    )
+    frame = frame.reset_index(drop=True)
+    return frame if limit is None else frame.head(limit)
+
+
+def _boundaries(states: pd.DataFrame, counts: pd.DataFrame) -> list[pd.Timestamp]:
+    times = pd.concat([states["start"], states["end"], counts["time"]]).dropna().unique()
+    stamps = sorted(pd.Timestamp(t) for t in times)
+    if len(stamps) > _MAX_SLIDER_STEPS:
+        picks = np.unique(np.linspace(0, len(stamps) - 1, _MAX_SLIDER_STEPS).round().astype(int))
+        stamps = [stamps[i] for i in picks]
+    return stamps
+
+
+class IsrTimeline(ipw.VBox):
+    """Interactive ISR view: topic, state and time filters over the timeline and the counts.
+
+    Controls update the two ``FigureWidget``s in place. In a static (papermill/HTML) report use
+    :func:`figure_isr_timeline` and :func:`figure_under_min_isr` instead: widget state does not
+    render offline.
+
+    Parameters
+    ----------
+    states : pandas.DataFrame
+        State intervals (see :func:`figure_isr_timeline`).
+    counts : pandas.DataFrame
+        UnderMinIsrPartitionCount step series (see :func:`figure_under_min_isr`).
+
+    Attributes
+    ----------
+    topic_filter : ipywidgets.SelectMultiple
+        Topics to show; nothing selected means all topics.
+    state_filter : ipywidgets.SelectMultiple
+        States to show; nothing selected means all states.
+    time_range : ipywidgets.SelectionRangeSlider
+        Time window over the interval boundaries (values are naive UTC ``Timestamp``s).
+    timeline : plotly.graph_objects.FigureWidget
+        The partition state timeline.
+    counts_figure : plotly.graph_objects.FigureWidget
+        UnderMinIsrPartitionCount per broker over the same window.
+
+    Examples
+    --------
+    >>> view = IsrTimeline(states_pdf, counts_pdf)  # doctest: +SKIP
+    >>> view.topic_filter.value = ("payments",)     # doctest: +SKIP
+    >>> view                                         # doctest: +SKIP
+    """
+
+    def __init__(self, states: pd.DataFrame, counts: pd.DataFrame) -> None:
+        self._states = _prepare_states(states)
+        require_columns(counts, COUNT_COLUMNS, "UnderMinIsrPartitionCount frame")
+        self._counts = counts.copy()
+        self._counts["time"] = utc_naive(self._counts["time"])
+
+        topics = sorted(set(self._states["topic"].astype(str)))
+        present = set(self._states["state"])
+        self.topic_filter = ipw.SelectMultiple(
+            options=topics,
+            value=(),
+            rows=min(8, max(3, len(topics))),
+            description="Topics",
+            tooltip="None selected: all topics",
+        )
+        self.state_filter = ipw.SelectMultiple(
+            options=[(STATE_LABELS[s], s) for s in STATES if s in present]
+            or [(STATE_LABELS[s], s) for s in STATES],
+            value=(),
+            rows=5,
+            description="States",
+            tooltip="None selected: all states",
+        )
+        stamps = _boundaries(self._states, self._counts)
+        if stamps:
+            options = [(short_time(t), t) for t in stamps]
+        else:
+            options = [("(no data)", pd.Timestamp(0))]
+        self.time_range = ipw.SelectionRangeSlider(
+            options=options,
+            index=(0, len(options) - 1),
+            description="Time (UTC)",
+            continuous_update=False,
+            disabled=not stamps,
+            layout=ipw.Layout(width="98%"),
+            style={"description_width": "initial"},
+        )
+        self.status = ipw.HTML()
+        self.timeline = go.FigureWidget()
+        self.counts_figure = go.FigureWidget()
+        self._refresh()
+
+        for control in (self.topic_filter, self.state_filter, self.time_range):
+            control.observe(self._on_change, names="value")
+
+        help_text = ipw.HTML(
+            "<small>Select nothing to show all topics / states. Ctrl/Shift-click selects several.</small>"
+        )
+        super().__init__(
+            children=[
+                ipw.HBox([self.topic_filter, self.state_filter]),
+                help_text,
+                self.time_range,
+                self.status,
+                self.timeline,
+                self.counts_figure,
+            ]
+        )
+
+    def window(self) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
+        """The selected time window, or ``(None, None)`` when there is no data."""
+        if self.time_range.disabled or len(self.time_range.value) != 2:
+            return None, None
+        lo, hi = self.time_range.value
+        return pd.Timestamp(lo), pd.Timestamp(hi)
+
+    def figures(self) -> tuple[go.Figure, go.Figure]:
+        """Plain (static) figures for the current control values, e.g. for export."""
+        lo, hi = self.window()
+        topics = self.topic_filter.value or None
+        states = self.state_filter.value or None
+        return (
+            figure_isr_timeline(self._states, topics=topics, states=states, start=lo, end=hi),
+            figure_under_min_isr(self._counts, start=lo, end=hi),
+        )
+
+    def _on_change(self, _change: dict) -> None:
+        self._refresh()
+
+    def _refresh(self) -> None:
+        timeline, counts = self.figures()
+        for widget, figure in ((self.timeline, timeline), (self.counts_figure, counts)):
+            with widget.batch_update():
+                widget.data = ()
+                widget.add_traces(list(figure.data))
+                widget.layout = figure.layout
+        shown = sum(len(trace.x) for trace in timeline.data)
+        rows = len(timeline.layout.yaxis.categoryarray or ())
+        self.status.value = f"{shown} interval(s) on {rows} partition(s) shown"
