@@ -1,0 +1,122 @@
+"""ISR analysis on inline metadata sequences, compared as whole frames."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+from tests.analysis.metadata_rows import MetadataLog, at
+from workbench.analysis import isr
+from workbench.spark.sources import METADATA_SCHEMA
+
+pytestmark = pytest.mark.spark
+
+ORDERS, AUDIT = "T3JkZXJzT3JkZXJzT3JkZQ", "QXVkaXRBdWRpdEF1ZGl0QQ"
+
+
+def incident_log() -> MetadataLog:
+    """Two topics, RF 3; cluster min ISR 2; brokers 2 then 3 drop out; a topic override; a deletion."""
+    log = MetadataLog()
+    log.config(0, 4, "", "min.insync.replicas", "2")
+    log.topic(1, "orders", ORDERS).partition(1, ORDERS, 0, [1, 2, 3], [1, 2, 3], 1)
+    log.topic(2, "audit", AUDIT).partition(2, AUDIT, 0, [2, 3, 1], [2, 3, 1], 2)
+    log.change(10, ORDERS, 0, isr=[1, 3])                   # broker 2 out: at min ISR
+    log.change(10.5, AUDIT, 0, isr=[3, 1], leader=3)          # leader 2 out
+    log.change(20, ORDERS, 0, isr=[1])                        # broker 3 out: under min ISR
+    log.change(20.5, AUDIT, 0, isr=[1], leader=1)
+    log.config(30, 2, "orders", "min.insync.replicas", "1")   # topic override mid-incident
+    log.change(40, ORDERS, 0, isr=[1, 2, 3])
+    log.remove_topic(45, AUDIT)
+    log.change(50, ORDERS, 0, leader=-1, isr=[])              # leaderless
+    log.noop(60)
+    return log
+
+
+def states_frame(spark, log: MetadataLog):
+    return spark.createDataFrame(log.rows, METADATA_SCHEMA)
+
+
+def expected(spark, rows):
+    cols = isr.STATES_SCHEMA
+    return spark.createDataFrame(rows, cols)
+
+
+def test_partition_states_follow_the_incident(spark):
+    got = isr.partition_states(states_frame(spark, incident_log()))
+    o, a = "orders", "audit"
+    rows = [
+        (o, ORDERS, 0, at(1), at(10), 2, 1, [1, 2, 3], [1, 2, 3], None, 2, False, False, False, False, "healthy",
+         "next_change"),
+        (o, ORDERS, 0, at(10), at(20), 5, 1, [1, 3], [1, 2, 3], None, 2, True, False, True, False, "at_min_isr",
+         "next_change"),
+        (o, ORDERS, 0, at(20), at(30), 7, 1, [1], [1, 2, 3], None, 2, True, True, False, False, "under_min_isr",
+         "next_change"),
+        (o, ORDERS, 0, at(30), at(40), 9, 1, [1], [1, 2, 3], None, 1, True, False, True, False, "at_min_isr",
+         "next_change"),
+        (o, ORDERS, 0, at(40), at(50), 10, 1, [1, 2, 3], [1, 2, 3], None, 1, False, False, False, False, "healthy",
+         "next_change"),
+        (o, ORDERS, 0, at(50), at(60), 12, -1, [], [1, 2, 3], None, 1, True, True, False, True, "offline",
+         "log_end"),
+        (a, AUDIT, 0, at(2), at(10.5), 4, 2, [2, 3, 1], [2, 3, 1], None, 2, False, False, False, False, "healthy",
+         "next_change"),
+        (a, AUDIT, 0, at(10.5), at(20.5), 6, 3, [3, 1], [2, 3, 1], None, 2, True, False, True, False, "at_min_isr",
+         "next_change"),
+        (a, AUDIT, 0, at(20.5), at(45), 8, 1, [1], [2, 3, 1], None, 2, True, True, False, False, "under_min_isr",
+         "topic_deleted"),
+    ]
+    assertDataFrameEqual(got, expected(spark, rows))
+
+
+def test_broker_level_min_isr_follows_the_leader(spark):
+    log = MetadataLog()
+    log.topic(0, "t", ORDERS).partition(0, ORDERS, 0, [1, 2, 3], [1, 2], 1)
+    log.config(5, 4, "2", "min.insync.replicas", "3")      # only broker 2's partitions
+    log.change(10, ORDERS, 0, leader=2)                      # now led by broker 2: min ISR 3
+    log.config(15, 4, "2", "min.insync.replicas", None)     # deleted: back to the static default
+    log.noop(20)
+    got = isr.partition_states(states_frame(spark, log), static_min_isr=2).select(
+        "start", "end", "leader", "min_isr", "state")
+    want = spark.createDataFrame(
+        [(at(0), at(10), 1, 2, "at_min_isr"), (at(10), at(15), 2, 3, "under_min_isr"),
+         (at(15), at(20), 2, 2, "at_min_isr")],
+        "start timestamp, end timestamp, leader int, min_isr int, state string")
+    assertDataFrameEqual(got, want)
+
+
+def test_under_min_isr_counts_per_leader(spark):
+    states = isr.partition_states(states_frame(spark, incident_log()))
+    got = isr.under_min_isr_counts(states)
+    want = spark.createDataFrame(
+        [
+            (1, at(1), 0), (1, at(20), 1), (1, at(20.5), 2), (1, at(30), 1), (1, at(45), 0), (1, at(60), 0),
+            (2, at(2), 0), (2, at(60), 0),
+            (3, at(10.5), 0), (3, at(60), 0),
+        ],
+        "broker int, time timestamp, count int")
+    assertDataFrameEqual(got, want)
+
+
+def test_partition_summary(spark):
+    states = isr.partition_states(states_frame(spark, incident_log()))
+    got = isr.partition_summary(states)
+    want = spark.createDataFrame(
+        [("audit", 0, 2, 24.5, 34.5, 0.0, at(20.5), 2, 0),
+         ("orders", 0, 1, 20.0, 40.0, 10.0, at(20), 3, 1)],
+        "topic string, partition int, min_isr int, under_min_isr_seconds double, under_replicated_seconds double, "
+        "offline_seconds double, first_under_min_isr timestamp, isr_shrinks int, isr_expands int")
+    assertDataFrameEqual(got, want)
+
+
+def test_changes_before_creation_and_replica_duplicates_are_ignored(spark):
+    one = MetadataLog(node_id=1)
+    one.change(0, ORDERS, 0, isr=[1])                        # partition unknown yet (log cleaned)
+    one.topic(1, "t", ORDERS).partition(1, ORDERS, 0, [1, 2], [1, 2], 1)
+    one.change(2, ORDERS, 0, isr=[1, 2])                     # no visible change: no new interval
+    one.noop(3)
+    two = MetadataLog(node_id=2)                             # the same log from a second replica
+    two.rows = [(2,) + r[1:] for r in one.rows]
+    frame = spark.createDataFrame(one.rows + two.rows, METADATA_SCHEMA)
+    got = isr.partition_states(frame).select("start", "end", "isr", "state")
+    want = spark.createDataFrame([(at(1), at(3), [1, 2], "healthy")],
+                                 "start timestamp, end timestamp, isr array<int>, state string")
+    assertDataFrameEqual(got, want)

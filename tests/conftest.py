@@ -1,0 +1,29 @@
+"""Shared fixtures: one Spark session for the whole run, and the demo bundle."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local Spark session with the workbench's data sources, stopped at the end of the run."""
+    import workbench
+
+    session = workbench.session(
+        "local[2]",
+        app_name="workbench-tests",
+        conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Duser.timezone=UTC",
+        },
+    )
+    yield session
+    session.stop()

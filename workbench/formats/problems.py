@@ -1,0 +1,64 @@
+"""Recording of unreadable input: the rows of the ``problems`` table.
+
+Forensic input is often damaged. Readers never stop at the first bad byte: they report a
+:class:`Problem` (file, byte position, kind, detail) to a :class:`ProblemLog` and carry on.
+In strict mode the same report raises :class:`~workbench.errors.CorruptDataError` instead.
+
+Kinds are short stable identifiers (``truncated``, ``crc_mismatch``, ``zero_fill``,
+``bad_length``, ``unknown_magic``, ``unknown_codec``, ``decompress_error``,
+``record_error``, ``decode_error``, ``garbage``, ``unknown_version``, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from workbench.errors import CorruptDataError
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that could not be read.
+
+    Attributes
+    ----------
+    path : str
+        File the problem was found in ("" for in-memory bytes).
+    position : int
+        Byte position in the file (line number for text inputs, stated in ``detail``).
+    kind : str
+        Short stable identifier of the problem class.
+    detail : str
+        Human-readable explanation: what was expected and what was found.
+    """
+
+    path: str
+    position: int
+    kind: str
+    detail: str
+
+
+@dataclass
+class ProblemLog:
+    """Collects problems for one reader run; raises instead when ``strict``.
+
+    Examples
+    --------
+    >>> log = ProblemLog("seg.log")
+    >>> log.report(120, "crc_mismatch", "stored 0x1 computed 0x2")
+    >>> log.problems[0].position
+    120
+    """
+
+    path: str = ""
+    strict: bool = False
+    problems: list[Problem] = field(default_factory=list)
+
+    def report(self, position: int, kind: str, detail: str) -> None:
+        """Record a problem at ``position`` or raise it in strict mode."""
+        if self.strict:
+            raise CorruptDataError(self.path, position, kind, detail)
+        self.problems.append(Problem(self.path, position, kind, detail))
+
+    def __len__(self) -> int:
+        return len(self.problems)

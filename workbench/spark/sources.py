@@ -1,0 +1,218 @@
+"""Spark Python data sources over Kafka artifacts (the only module that knows Spark's API).
+
+Each source takes a JSON list of files in the option ``files`` (objects with ``path``,
+``node_id``, ``kind`` and ``base_offset``, as :mod:`workbench.spark.load` builds them from a
+bundle's inventory), makes one input partition per file, and yields ``pyarrow.RecordBatch``es
+built column-wise. The option ``emit`` chooses between the table itself (``rows``, the default)
+and the problems met while reading it (``problems``), so that unreadable bytes become rows of
+the ``problems`` table without stopping the load. ``strict=true`` raises at the first problem.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from workbench.errors import ConfigError
+
+#: Rows per yielded Arrow batch.
+ARROW_BATCH_ROWS = 8192
+
+METADATA_SCHEMA = (
+    "node_id int, path string, file_kind string, file_offset long, batch_position long, "
+    "batch_base_offset long, offset long, timestamp timestamp, leader_epoch int, is_control boolean, "
+    "record_type string, api_key int, version int, fields string, crc_valid boolean, error string"
+)
+PROBLEMS_SCHEMA = "node_id int, path string, position long, kind string, detail string"
+
+
+class FilePartition(InputPartition):
+    """One artifact file to read (picklable: plain values only)."""
+
+    def __init__(self, path: str, node_id: int, kind: str, base_offset: int | None) -> None:
+        super().__init__(path)
+        self.path = path
+        self.node_id = node_id
+        self.kind = kind
+        self.base_offset = base_offset
+
+
+def _parse_files(options: dict[str, str]) -> list[FilePartition]:
+    raw = options.get("files")
+    if raw is None:
+        raise ConfigError("option 'files' is required: a JSON list of {path, node_id, kind, base_offset}")
+    try:
+        items = json.loads(raw)
+        return [FilePartition(str(i["path"]), int(i.get("node_id", -1)), str(i.get("kind", "segment")),
+                              None if i.get("base_offset") is None else int(i["base_offset"])) for i in items]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"option 'files' must be a JSON list of objects with a 'path': {exc}") from exc
+
+
+def _parse_bool(options: dict[str, str], name: str, default: bool) -> bool:
+    value = options.get(name)
+    if value is None:
+        return default
+    if value.lower() in ("true", "1", "yes"):
+        return True
+    if value.lower() in ("false", "0", "no"):
+        return False
+    raise ConfigError(f"option {name!r} must be true or false, got {value!r}")
+
+
+def _parse_emit(options: dict[str, str]) -> str:
+    emit = options.get("emit", "rows")
+    if emit not in ("rows", "problems"):
+        raise ConfigError(f"option 'emit' must be 'rows' or 'problems', got {emit!r}")
+    return emit
+
+
+def _json_default(value: Any) -> Any:
+    import base64
+
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    return str(value)
+
+
+def fields_json(fields: dict) -> str:
+    """JSON text of decoded record fields (bytes as base64, like Kafka's tools print them)."""
+    return json.dumps(fields, default=_json_default, separators=(",", ":"))
+
+
+class _ArtifactReader(DataSourceReader):
+    """Shared partitioning and problem emission; subclasses decode one file into columns."""
+
+    columns: tuple[str, ...] = ()
+
+    def __init__(self, schema: Any, options: dict[str, str]) -> None:
+        self.files = _parse_files(options)
+        self.strict = _parse_bool(options, "strict", False)
+        self.emit = _parse_emit(options)
+
+    def partitions(self) -> list[FilePartition]:
+        return self.files
+
+    def read(self, partition: FilePartition) -> Iterator[Any]:  # type: ignore[override]
+        import pyarrow as pa
+
+        from workbench.formats.problems import ProblemLog
+
+        log = ProblemLog(partition.path, strict=self.strict)
+        cols: dict[str, list] = {c: [] for c in self.columns}
+        rows = 0
+        try:
+            for _ in self._decode(partition, log, cols):
+                rows += 1
+                if self.emit == "rows" and rows % ARROW_BATCH_ROWS == 0:
+                    yield self._to_arrow(pa, cols)
+                    for values in cols.values():  # the decoder holds this dict: clear in place
+                        values.clear()
+        except OSError as exc:
+            log.report(0, "unreadable", f"cannot read file: {exc}")
+        if self.emit == "rows":
+            if cols[self.columns[0]]:
+                yield self._to_arrow(pa, cols)
+            return
+        if log.problems:
+            yield pa.RecordBatch.from_pydict(
+                {
+                    "node_id": pa.array([partition.node_id] * len(log.problems), pa.int32()),
+                    "path": pa.array([p.path for p in log.problems], pa.string()),
+                    "position": pa.array([p.position for p in log.problems], pa.int64()),
+                    "kind": pa.array([p.kind for p in log.problems], pa.string()),
+                    "detail": pa.array([p.detail for p in log.problems], pa.string()),
+                }
+            )
+
+    def _decode(self, partition: FilePartition, log: Any, cols: dict[str, list]) -> Iterator[None]:
+        raise NotImplementedError
+
+    def _to_arrow(self, pa: Any, cols: dict[str, list]) -> Any:
+        raise NotImplementedError
+
+
+class MetadataReader(_ArtifactReader):
+    """Decodes KRaft metadata log segments, snapshots and bootstrap checkpoints."""
+
+    columns = tuple(c.split()[0] for c in METADATA_SCHEMA.split(", "))
+
+    def _decode(self, partition: FilePartition, log: Any, cols: dict[str, list]) -> Iterator[None]:
+        import fsspec
+
+        from workbench.formats.control import decode_control_record
+        from workbench.formats.metadata import decode_metadata_record
+        from workbench.formats.segment import read_segment
+
+        with fsspec.open(partition.path, "rb") as f:
+            for batch in read_segment(f, path=partition.path, problems=log, strict=self.strict):
+                for record in batch.records(log):
+                    if batch.is_control:
+                        ctl = decode_control_record(record.key, record.value)
+                        rtype, api_key, version, fields, error = (
+                            ctl.type_name, ctl.type, ctl.key_version, ctl.fields, ctl.error)
+                    else:
+                        if record.value is None:
+                            log.report(batch.position, "record_error",
+                                       f"metadata record at offset {record.offset} has a null value")
+                            continue
+                        md = decode_metadata_record(record.value)
+                        rtype, api_key, version, fields, error = (
+                            md.name, md.api_key, md.version, md.fields, md.error)
+                        if error:
+                            log.report(batch.position, "decode_error",
+                                       f"offset {record.offset}: {error}")
+                    cols["node_id"].append(partition.node_id)
+                    cols["path"].append(partition.path)
+                    cols["file_kind"].append(partition.kind)
+                    cols["file_offset"].append(partition.base_offset)
+                    cols["batch_position"].append(batch.position)
+                    cols["batch_base_offset"].append(batch.base_offset)
+                    cols["offset"].append(record.offset)
+                    cols["timestamp"].append(record.timestamp * 1000 if record.timestamp >= 0 else None)
+                    cols["leader_epoch"].append(batch.partition_leader_epoch)
+                    cols["is_control"].append(batch.is_control)
+                    cols["record_type"].append(rtype)
+                    cols["api_key"].append(api_key)
+                    cols["version"].append(version)
+                    cols["fields"].append(fields_json(fields) if fields is not None else None)
+                    cols["crc_valid"].append(batch.crc_valid)
+                    cols["error"].append(error)
+                    yield None
+
+    def _to_arrow(self, pa: Any, cols: dict[str, list]) -> Any:
+        ts = pa.timestamp("us", tz="UTC")
+        types = {
+            "node_id": pa.int32(), "path": pa.string(), "file_kind": pa.string(), "file_offset": pa.int64(),
+            "batch_position": pa.int64(), "batch_base_offset": pa.int64(), "offset": pa.int64(),
+            "timestamp": ts, "leader_epoch": pa.int32(), "is_control": pa.bool_(),
+            "record_type": pa.string(), "api_key": pa.int32(), "version": pa.int32(),
+            "fields": pa.string(), "crc_valid": pa.bool_(), "error": pa.string(),
+        }
+        return pa.RecordBatch.from_pydict({c: pa.array(cols[c], types[c]) for c in self.columns})
+
+
+class MetadataSource(DataSource):
+    """``spark.read.format("kafka_metadata")``: one row per KRaft metadata or control record."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka_metadata"
+
+    def schema(self) -> str:
+        return PROBLEMS_SCHEMA if self.options.get("emit") == "problems" else METADATA_SCHEMA
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return MetadataReader(schema, self.options)
+
+
+SOURCES: tuple[type[DataSource], ...] = (MetadataSource,)
+
+
+def register_sources(spark: Any) -> None:
+    """Register every workbench data source with ``spark`` (registration is per session)."""
+    for source in SOURCES:
+        spark.dataSource.register(source)
