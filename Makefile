@@ -1,0 +1,48 @@
+# Two commands for a newcomer: `make demo` and `make test`. Each bootstraps .venv from
+# requirements.txt. Downloads (pip wheels, Kafka jars, scenario bundles) are cached outside the
+# repository, under ~/.cache, so later runs are fast.
+
+PYTHON3 ?= python3
+VENV    := .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+KAFKA_WORKBENCH_CACHE ?= $(HOME)/.cache/kafka-workbench
+export KAFKA_WORKBENCH_CACHE
+PYTEST_ARGS ?=
+
+.PHONY: venv demo test scenarios kafka chromium lint clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON3) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	@touch $@
+
+demo: venv
+	rm -rf build/demo-bundle
+	$(VENV)/bin/workbench demo --out build/demo-bundle
+	$(VENV)/bin/workbench report --bundle build/demo-bundle --out reports/demo/incident-report.html
+
+# Real Apache Kafka from Maven Central, into $(KAFKA_WORKBENCH_CACHE)/kafka/<version>/lib
+kafka: venv
+	$(PY) -m peer fetch
+
+# Incident scenarios run on real Kafka clusters on 127.0.0.1, cached per Kafka version and definition
+scenarios: kafka
+	$(PY) -m peer scenarios
+
+# Debian's chromium for the browser tests (Playwright's own browser download is not used)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+test: venv chromium scenarios
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check workbench widgets peer tests
+
+clean:
+	rm -rf build reports $(VENV)
