@@ -421,3 +421,17 @@ def test_summary_table_keeps_notable_partitions_worst_first() -> None:
     ]
     assert "&lt;script&gt;x&lt;/script&gt;" in table.to_html(index=False)
     assert "<script>" not in table.to_html(index=False)
+
+
+def test_view_initial_topics_and_window_from_notebook_parameters() -> None:
+    view = IsrTimeline(
+        states_frame(), counts_frame(), topics="payments, nope", start="2026-11-21 03:12:30", end="2026-11-21 03:12:40"
+    )
+
+    assert view.topic_filter.value == ("payments",)
+    # widened to the interval boundaries around the requested window
+    assert view.time_range.value == (pd.Timestamp(DAY + "03:12:05"), pd.Timestamp(DAY + "03:12:47"))
+    assert bars(view.timeline) == {
+        "under min ISR": [("payments-0", t("03:12:05"), 42_000.0)],
+        "healthy": [("payments-1", t("03:00:00"), 1_200_000.0)],
+    }

@@ -31,9 +31,7 @@ def require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> N
         raise ConfigError(f"{what}: expected a pandas DataFrame, got {type(frame).__name__}")
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise ConfigError(
-            f"{what}: missing column(s) {', '.join(missing)}; found {', '.join(map(str, frame.columns))}"
-        )
+        raise ConfigError(f"{what}: missing column(s) {', '.join(missing)}; found {', '.join(map(str, frame.columns))}")
 
 
 def utc_naive(values: pd.Series) -> pd.Series:

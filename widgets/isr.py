@@ -246,9 +246,7 @@ def figure_isr_timeline(
         return _empty_figure(title, "No partition state interval matches the filters.")
 
     frame = frame.sort_values(["topic", "partition", "start"], kind="stable")
-    rows = list(
-        dict.fromkeys(partition_label(t, p) for t, p in zip(frame["topic"], frame["partition"], strict=True))
-    )
+    rows = list(dict.fromkeys(partition_label(t, p) for t, p in zip(frame["topic"], frame["partition"], strict=True)))
     has_elr = "elr" in frame.columns
 
     fig = go.Figure()
@@ -520,6 +518,20 @@ def _boundaries(states: pd.DataFrame, counts: pd.DataFrame) -> list[pd.Timestamp
     return stamps
 
 
+def _initial_index(stamps: list[pd.Timestamp], lo: pd.Timestamp | None, hi: pd.Timestamp | None) -> tuple[int, int]:
+    """Slider indices covering ``[lo, hi]``: the last boundary <= lo, the first >= hi."""
+    if not stamps:
+        return 0, 0
+    first, last = 0, len(stamps) - 1
+    if lo is not None:
+        first = max([i for i, t in enumerate(stamps) if t <= lo], default=0)
+    if hi is not None:
+        last = min([i for i, t in enumerate(stamps) if t >= hi], default=len(stamps) - 1)
+    if first > last:
+        first, last = last, first
+    return first, last
+
+
 class IsrTimeline(ipw.VBox):
     """Interactive ISR view: topic, state and time filters over the timeline and the counts.
 
@@ -533,6 +545,11 @@ class IsrTimeline(ipw.VBox):
         State intervals (see :func:`figure_isr_timeline`).
     counts : pandas.DataFrame
         UnderMinIsrPartitionCount step series (see :func:`figure_under_min_isr`).
+    topics : iterable of str or str, optional
+        Topics selected at first (a string is read as a comma-separated list); unknown ones
+        are ignored.
+    start, end : str, datetime or Timestamp, optional
+        Initial time window, widened to the nearest interval boundaries.
 
     Attributes
     ----------
@@ -554,24 +571,32 @@ class IsrTimeline(ipw.VBox):
     >>> view                                         # doctest: +SKIP
     """
 
-    def __init__(self, states: pd.DataFrame, counts: pd.DataFrame) -> None:
+    def __init__(
+        self,
+        states: pd.DataFrame,
+        counts: pd.DataFrame,
+        *,
+        topics: Iterable[str] | str | None = None,
+        start: TimeLike = None,
+        end: TimeLike = None,
+    ) -> None:
         self._states = _prepare_states(states)
         require_columns(counts, COUNT_COLUMNS, "UnderMinIsrPartitionCount frame")
         self._counts = counts.copy()
         self._counts["time"] = utc_naive(self._counts["time"])
 
-        topics = sorted(set(self._states["topic"].astype(str)))
+        topics_present = sorted(set(self._states["topic"].astype(str)))
         present = set(self._states["state"])
+        wanted = set(_selection(topics) or ())
         self.topic_filter = ipw.SelectMultiple(
-            options=topics,
-            value=(),
-            rows=min(8, max(3, len(topics))),
+            options=topics_present,
+            value=tuple(t for t in topics_present if t in wanted),
+            rows=min(8, max(3, len(topics_present))),
             description="Topics",
             tooltip="None selected: all topics",
         )
         self.state_filter = ipw.SelectMultiple(
-            options=[(STATE_LABELS[s], s) for s in STATES if s in present]
-            or [(STATE_LABELS[s], s) for s in STATES],
+            options=[(STATE_LABELS[s], s) for s in STATES if s in present] or [(STATE_LABELS[s], s) for s in STATES],
             value=(),
             rows=5,
             description="States",
@@ -584,7 +609,7 @@ class IsrTimeline(ipw.VBox):
             options = [("(no data)", pd.Timestamp(0))]
         self.time_range = ipw.SelectionRangeSlider(
             options=options,
-            index=(0, len(options) - 1),
+            index=_initial_index(stamps, parse_time(start, "start"), parse_time(end, "end")),
             description="Time (UTC)",
             continuous_update=False,
             disabled=not stamps,
