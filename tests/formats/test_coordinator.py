@@ -1,0 +1,343 @@
+"""Tests of coordinator records (workbench.formats.coordinator), reference §6."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workbench.errors import ConfigError, CorruptDataError
+from workbench.formats.coordinator import (
+    OFFSETS_RECORD_TYPES,
+    SHARE_STATE_RECORD_TYPES,
+    TRANSACTION_RECORD_TYPES,
+    decode_consumer_assignment,
+    decode_consumer_subscription,
+    decode_offsets_record,
+    decode_share_state_record,
+    decode_transaction_record,
+    encode_consumer_assignment,
+    encode_consumer_subscription,
+    encode_offsets_record,
+    encode_share_state_record,
+    encode_transaction_record,
+    expand_group_metadata,
+    offsets_dump_key,
+    offsets_dump_payload,
+)
+from workbench.formats.messages import Field, VersionRange, field_default
+
+U1 = bytes(range(16))
+U1_TEXT = "AAECAwQFBgcICQoLDA0ODw"
+
+
+def s16(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def i16(v: int) -> bytes:
+    return struct.pack(">h", v)
+
+
+def i32(v: int) -> bytes:
+    return struct.pack(">i", v)
+
+
+def i64(v: int) -> bytes:
+    return struct.pack(">q", v)
+
+
+OFFSET_KEY = i16(1) + s16("g1") + s16("orders") + i32(0)
+
+
+def test_offset_commit_v3_known_bytes_and_dump_json():
+    value = i16(3) + i64(42) + i32(0) + s16("") + i64(1718000000000)
+    rec = decode_offsets_record(OFFSET_KEY, value)
+    assert rec.error is None
+    assert (rec.record_type, rec.name, rec.key_name, rec.value_name) == (1, "OffsetCommit", "OffsetCommitKey", "OffsetCommitValue")
+    assert rec.key == {"group": "g1", "topic": "orders", "partition": 0}
+    assert rec.value_version == 3 and not rec.tombstone
+    assert rec.value == {"offset": 42, "leaderEpoch": 0, "metadata": "", "commitTimestamp": 1718000000000, "expireTimestamp": -1}
+    assert offsets_dump_key(rec) == '{"type":"1","data":{"group":"g1","topic":"orders","partition":0}}'
+    assert offsets_dump_payload(rec) == '{"version":"3","data":{"offset":42,"leaderEpoch":0,"metadata":"","commitTimestamp":1718000000000}}'
+    assert encode_offsets_record(1, rec.key, rec.value) == (OFFSET_KEY, value)
+
+
+def test_offset_commit_v0_v1_v2_v4():
+    v0 = i16(0) + i64(5) + s16("m") + i64(100)
+    rec = decode_offsets_record(OFFSET_KEY, v0)
+    assert rec.value == {"offset": 5, "leaderEpoch": -1, "metadata": "m", "commitTimestamp": 100, "expireTimestamp": -1}
+    v1 = i16(1) + i64(5) + s16("m") + i64(100) + i64(200)
+    assert decode_offsets_record(OFFSET_KEY, v1).value["expireTimestamp"] == 200
+    assert offsets_dump_payload(decode_offsets_record(OFFSET_KEY, v1)) == (
+        '{"version":"1","data":{"offset":5,"metadata":"m","commitTimestamp":100,"expireTimestamp":200}}'
+    )
+    v2 = i16(2) + i64(5) + s16("m") + i64(100)
+    assert decode_offsets_record(OFFSET_KEY, v2).error is None
+    v4 = i16(4) + i64(5) + i32(3) + b"\x02m" + i64(100) + b"\x01\x09\x01\x00"  # flexible, unknown tag 9
+    rec = decode_offsets_record(OFFSET_KEY, v4)
+    assert rec.error is None and rec.value["leaderEpoch"] == 3 and rec.unknown_tags == {9: b"\x00"}
+    assert encode_offsets_record("OffsetCommit", rec.key, rec.value, 4, rec.unknown_tags)[1] == v4
+
+
+def test_legacy_key_type_0():
+    rec = decode_offsets_record(i16(0) + s16("g") + s16("t") + i32(2), i16(0) + i64(1) + s16("") + i64(2))
+    assert rec.name == "LegacyOffsetCommit" and rec.key == {"group": "g", "topic": "t", "partition": 2}
+    assert rec.value["offset"] == 1 and rec.value_name == "OffsetCommitValue"
+
+
+def test_tombstones():
+    rec = decode_offsets_record(OFFSET_KEY, None)
+    assert rec.tombstone and rec.value is None and rec.error is None and rec.value_name is None
+    assert offsets_dump_payload(rec) == "<DELETE>"
+    assert encode_offsets_record("OffsetCommit", rec.key, None) == (OFFSET_KEY, None)
+    grp = decode_offsets_record(i16(2) + s16("g1"), None)
+    assert grp.name == "GroupMetadata" and grp.key == {"group": "g1"} and grp.tombstone
+
+
+def test_group_metadata_v3_with_consumer_protocol():
+    subscription = i16(1) + i32(1) + s16("orders") + i32(-1) + i32(1) + s16("orders") + i32(1) + i32(0)
+    assignment = i16(0) + i32(1) + s16("orders") + i32(2) + i32(0) + i32(1) + i32(-1)
+    value = (
+        i16(3) + s16("consumer") + i32(5) + s16("range") + s16("m1")
+        + i64(1718000000000)
+        + i32(1)
+        + s16("m1") + i16(-1) + s16("client-1") + s16("/127.0.0.1") + i32(300000) + i32(45000)
+        + i32(len(subscription)) + subscription + i32(len(assignment)) + assignment
+    )
+    rec = decode_offsets_record(i16(2) + s16("g1"), value)
+    assert rec.error is None and rec.value_version == 3
+    v = rec.value
+    assert (v["protocolType"], v["generation"], v["protocol"], v["leader"], v["currentStateTimestamp"]) == (
+        "consumer", 5, "range", "m1", 1718000000000)
+    member = v["members"][0]
+    assert member["memberId"] == "m1" and member["groupInstanceId"] is None
+    assert (member["clientId"], member["clientHost"], member["rebalanceTimeout"], member["sessionTimeout"]) == (
+        "client-1", "/127.0.0.1", 300000, 45000)
+    assert decode_consumer_subscription(member["subscription"]) == (1, {
+        "topics": ["orders"], "userData": None, "ownedPartitions": [{"topic": "orders", "partitions": [0]}],
+        "generationId": -1, "rackId": None})
+    assert decode_consumer_assignment(member["assignment"]) == (0, {
+        "assignedPartitions": [{"topic": "orders", "partitions": [0, 1]}], "userData": None})
+    expanded = expand_group_metadata(v)
+    assert expanded["members"][0]["assignment"]["assignedPartitions"][0]["partitions"] == [0, 1]
+    assert v["members"][0]["assignment"] == assignment  # the original is not modified
+    assert encode_offsets_record("GroupMetadata", rec.key, v)[1] == value
+    payload = json.loads(offsets_dump_payload(rec))
+    assert list(payload["data"]) == ["protocolType", "generation", "protocol", "leader", "currentStateTimestamp", "members"]
+
+
+def test_group_metadata_v0_empty_group():
+    value = i16(0) + s16("consumer") + i32(0) + i16(-1) + i16(-1) + i32(0)
+    rec = decode_offsets_record(i16(2) + s16("g"), value)
+    assert rec.error is None
+    assert rec.value == {"protocolType": "consumer", "generation": 0, "protocol": None, "leader": None,
+                         "currentStateTimestamp": -1, "members": []}
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 7])
+def test_consumer_subscription_versions(version):
+    fields = {"topics": ["a", "b"], "userData": b"\x01", "ownedPartitions": [{"topic": "a", "partitions": [3]}],
+              "generationId": 9, "rackId": "r1"}
+    known = min(version, 3)
+    blob = encode_consumer_subscription(fields, known)
+    if version > 3:  # a newer version is read with the newest known layout
+        blob = i16(version) + blob[2:] + b"\x00\x00"
+    got_version, got = decode_consumer_subscription(blob)
+    assert got_version == version
+    assert got["topics"] == ["a", "b"] and got["userData"] == b"\x01"
+    assert got["ownedPartitions"] == (fields["ownedPartitions"] if known >= 1 else [])
+    assert got["generationId"] == (9 if known >= 2 else -1)
+    assert got["rackId"] == ("r1" if known >= 3 else None)
+
+
+def test_consumer_protocol_errors():
+    with pytest.raises(CorruptDataError):
+        decode_consumer_subscription(b"\x00")
+    with pytest.raises(CorruptDataError):
+        decode_consumer_assignment(i16(0) + i32(5))
+    with pytest.raises(CorruptDataError):
+        decode_consumer_assignment(encode_consumer_assignment({}, 0) + b"x")
+    # undecodable blobs stay bytes in the expansion
+    v = {"protocolType": "consumer", "members": [{"subscription": b"\x00", "assignment": b""}]}
+    assert expand_group_metadata(v)["members"][0]["subscription"] == b"\x00"
+    assert expand_group_metadata({"protocolType": "connect", "members": [{"subscription": b"\x00\x01"}]})["members"][0]["subscription"] == b"\x00\x01"
+
+
+def test_consumer_group_metadata_known_bytes_with_newer_tags():
+    key = i16(3) + s16("cg")
+    value = i16(0) + i32(4) + b"\x02" + b"\x00\x08" + i64(77) + b"\x05\x01\x00"  # MetadataHash tag + unknown tag 5
+    rec = decode_offsets_record(key, value)
+    assert rec.error is None and rec.name == "ConsumerGroupMetadata"
+    assert rec.key == {"groupId": "cg"}
+    assert rec.value == {"epoch": 4, "metadataHash": 77, "creationTimeMs": -1}
+    assert rec.unknown_tags == {5: b"\x00"}
+    assert offsets_dump_payload(rec) == '{"version":"0","data":{"epoch":4,"metadataHash":77}}'
+    assert encode_offsets_record(3, rec.key, rec.value, 0, rec.unknown_tags) == (key, value)
+
+
+def test_consumer_group_member_metadata_with_classic_tag():
+    value_fields = {
+        "instanceId": None, "rackId": "r", "clientId": "c", "clientHost": "/h", "subscribedTopicNames": ["t"],
+        "subscribedTopicRegex": None, "rebalanceTimeoutMs": 1000, "serverAssignor": "uniform",
+        "classicMemberMetadata": {"sessionTimeoutMs": 45000, "supportedProtocols": [{"name": "range", "metadata": b"\x00\x01"}]},
+    }
+    k, v = encode_offsets_record("ConsumerGroupMemberMetadata", {"groupId": "g", "memberId": "m"}, value_fields)
+    assert k == i16(5) + s16("g") + s16("m")
+    classic = i32(45000) + b"\x02" + b"\x06range" + b"\x03\x00\x01" + b"\x00" + b"\x00"
+    expected = (i16(0) + b"\x00" + b"\x02r" + b"\x02c" + b"\x03/h" + b"\x02\x02t" + b"\x00" + i32(1000) + b"\x08uniform"
+                + b"\x01\x00" + bytes([1 + len(classic)]) + b"\x01" + classic)
+    assert v == expected
+    assert decode_offsets_record(k, v).value == value_fields
+
+
+def test_transaction_log_v0_and_v1():
+    key = i16(0) + s16("tx-1")
+    v0 = (i16(0) + i64(1000) + i16(2) + i32(60000) + b"\x01"
+          + i32(1) + s16("orders") + i32(2) + i32(0) + i32(1) + i64(1718000000100) + i64(1718000000000))
+    rec = decode_transaction_record(key, v0)
+    assert rec.error is None and rec.key == {"transactionalId": "tx-1"}
+    assert rec.value == {"producerId": 1000, "previousProducerId": -1, "nextProducerId": -1, "producerEpoch": 2,
+                         "transactionTimeoutMs": 60000, "transactionStatus": 1,
+                         "transactionPartitions": [{"topic": "orders", "partitionIds": [0, 1]}],
+                         "transactionLastUpdateTimestampMs": 1718000000100, "transactionStartTimestampMs": 1718000000000,
+                         "clientTransactionVersion": 0}
+    assert encode_transaction_record(rec.key, rec.value, 0) == (key, v0)
+    assert offsets_dump_key(rec) == '{"type":"0","data":{"transactionalId":"tx-1"}}'
+    v1 = (i16(1) + i64(1000) + i16(2) + i32(60000) + b"\x04" + b"\x00" + i64(5) + i64(6)
+          + b"\x02" + b"\x00\x08" + i64(999) + b"\x02\x02" + i16(2))
+    rec = decode_transaction_record(key, v1)
+    assert rec.error is None
+    assert rec.value["transactionPartitions"] is None and rec.value["previousProducerId"] == 999
+    assert rec.value["nextProducerId"] == -1 and rec.value["clientTransactionVersion"] == 2
+    assert encode_transaction_record(rec.key, rec.value, 1) == (key, v1)
+    assert offsets_dump_payload(rec) == (
+        '{"version":"1","data":{"producerId":1000,"previousProducerId":999,"producerEpoch":2,"transactionTimeoutMs":60000,'
+        '"transactionStatus":4,"transactionPartitions":null,"transactionLastUpdateTimestampMs":5,'
+        '"transactionStartTimestampMs":6,"clientTransactionVersion":2}}'
+    )
+
+
+def test_share_state_records():
+    k, v = encode_share_state_record("ShareSnapshot", {"groupId": "sg", "topicId": U1_TEXT, "partition": 1},
+                                     {"snapshotEpoch": 1, "stateEpoch": 2, "leaderEpoch": 3, "startOffset": 4,
+                                      "stateBatches": [{"firstOffset": 4, "lastOffset": 9, "deliveryState": 2, "deliveryCount": 1}]})
+    assert k == i16(0) + s16("sg") + U1 + i32(1)
+    rec = decode_share_state_record(k, v)
+    assert rec.error is None and rec.value["stateBatches"][0]["lastOffset"] == 9
+    upd_key = i16(1) + s16("sg") + U1 + i32(1)
+    upd = i16(1) + i16(1) + i32(3) + i64(10) + b"\x01" + b"\x00"
+    rec = decode_share_state_record(upd_key, upd)
+    assert rec.error is None and rec.name == "ShareUpdate" and rec.value["startOffset"] == 10
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        (None, b"", "without a key"),
+        (b"\x00", None, "no record type"),
+        (i16(99) + s16("g"), None, "unknown record type 99"),
+        (i16(1) + s16("g"), None, "key at byte"),
+        (OFFSET_KEY, b"\x00", "no version"),
+        (OFFSET_KEY, i16(9) + i64(1), "unsupported version 9"),
+        (OFFSET_KEY, i16(3) + i64(1), "value at byte"),
+        (OFFSET_KEY + b"zz", None, "garbage after OffsetCommitKey"),
+        (OFFSET_KEY, i16(0) + i64(5) + s16("m") + i64(100) + b"!", "garbage after OffsetCommitValue v0"),
+    ],
+)
+def test_bad_records(key, value, message):
+    rec = decode_offsets_record(key, value)
+    assert rec.error is not None and message in rec.error
+
+
+def test_encode_errors():
+    with pytest.raises(ConfigError):
+        encode_offsets_record("Nope", {}, None)
+    with pytest.raises(ConfigError):
+        encode_transaction_record({"transactionalId": "t"}, {"previousProducerId": 5}, 0)  # tagged from v1 only
+    # ignorable fields absent in the version are dropped silently, as Kafka does
+    k, v = encode_offsets_record(1, {"group": "g", "topic": "t", "partition": 0}, {"offset": 1, "expireTimestamp": 5}, 3)
+    assert decode_offsets_record(k, v).value["expireTimestamp"] == -1
+
+
+# ---------------------------------------------------------------------------------------------
+# round trips for every record type and value version
+
+
+def _sample(f: Field, version: int, seed: int) -> object:
+    if f.is_array:
+        elem = Field(f.name, f.element_type, fields=f.fields)
+        return [_sample(elem, version, seed + i) for i in range(2)]
+    t, default = f.type, field_default(f)
+    if t == "bool":
+        return not default
+    if t in ("int8", "int16", "int32", "int64"):
+        v = {"int8": 0x55, "int16": 0x1234, "int32": 0x12345678, "int64": 0x123456789ABCDEF}[t] - seed
+        return -v if v == default else v
+    if t in ("uint16", "uint32"):
+        return 9092 + seed
+    if t == "string":
+        return f"{f.name}-{seed}"
+    if t == "bytes":
+        return bytes([seed % 256, 0xFF])
+    if t == "uuid":
+        return U1_TEXT
+    return {s.json_name: _sample(s, version, seed + 1) for s in f.fields if VersionRange.parse(s.versions).contains(version)}
+
+
+def _with_defaults(fields, values: dict, version: int) -> dict:
+    out = {}
+    for f in fields:
+        if f.json_name not in values or not VersionRange.parse(f.versions).contains(version):
+            out[f.json_name] = field_default(f)
+            continue
+        v = values[f.json_name]
+        if f.is_struct and isinstance(v, list):
+            v = [_with_defaults(f.fields, e, version) for e in v]
+        elif f.is_struct and isinstance(v, dict):
+            v = _with_defaults(f.fields, v, version)
+        out[f.json_name] = v
+    return out
+
+
+def _cases():
+    for label, registry in (("offsets", OFFSETS_RECORD_TYPES), ("txn", TRANSACTION_RECORD_TYPES), ("share", SHARE_STATE_RECORD_TYPES)):
+        for rt in registry.values():
+            lo, hi = rt.value.valid_versions
+            for version in range(lo, hi + 1):
+                yield pytest.param(label, rt, version, id=f"{rt.name}-v{version}")
+
+
+_DECODERS = {"offsets": decode_offsets_record, "txn": decode_transaction_record, "share": decode_share_state_record}
+
+
+@pytest.mark.parametrize("label, rt, version", list(_cases()))
+def test_round_trip_every_record_type(label, rt, version):
+    from workbench.formats.coordinator import _encode_coordinator
+
+    registry = {"offsets": OFFSETS_RECORD_TYPES, "txn": TRANSACTION_RECORD_TYPES, "share": SHARE_STATE_RECORD_TYPES}[label]
+    kv = rt.key.valid_versions[0]
+    key = {f.json_name: _sample(f, kv, i) for i, f in enumerate(rt.key.fields)}
+    value = {f.json_name: _sample(f, version, i) for i, f in enumerate(rt.value.fields)
+             if VersionRange.parse(f.versions).contains(version)}
+    k, v = _encode_coordinator(registry, rt.record_type, key, value, version, None)
+    rec = _DECODERS[label](k, v)
+    assert rec.error is None, rec.error
+    assert rec.key == key and rec.value_version == version
+    assert rec.value == _with_defaults(rt.value.fields, value, version)
+    assert _encode_coordinator(registry, rt.record_type, rec.key, rec.value, version, None) == (k, v)
+    if label != "share":
+        assert json.loads(offsets_dump_payload(rec))["version"] == str(version)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(OFFSETS_RECORD_TYPES)), st.binary(max_size=40), st.one_of(st.none(), st.binary(max_size=80)))
+def test_random_bytes_never_raise(record_type, key_body, value):
+    rec = decode_offsets_record(i16(record_type) + key_body, value)
+    offsets_dump_key(rec)
+    offsets_dump_payload(rec)
+    decode_transaction_record(key_body, value)
