@@ -296,6 +296,8 @@ class _Reader:
     def view(self, pos: int, n: int) -> tuple[bytes, memoryview, int]:
         buf = self.buf
         off = pos - self.base
+        if off < 0:  # the reader only moves forward; this is a bug, not bad input
+            raise RuntimeError(f"internal error: view of byte {pos} before the window at {self.base}")
         if off + n <= len(buf) or (self.eof and off <= len(buf)):
             return buf, self.mv, off
         if off > len(buf):  # jump beyond the window: skip the bytes in between
@@ -403,6 +405,19 @@ def _scan(r: _Reader, frm: int, limit: int | None) -> int | None:
     return None
 
 
+def _followed_by_header(r: _Reader, nxt: int, end: int | None) -> bool:
+    """Does ``nxt`` hold the end of the data, a zero run or a plausible batch header?"""
+    if end is not None and nxt >= end:
+        return True
+    buf, _, off = r.view(nxt, _CANDIDATE_LEN)
+    rest = buf[off : off + _CANDIDATE_LEN]
+    if len(rest) < 17:
+        return True  # the end of the file (a short tail is reported when reached)
+    if rest[:17] == _ZERO17:
+        return True
+    return _CANDIDATE.match(buf, off) is not None or (len(rest) < _CANDIDATE_LEN and rest[16] <= 2)
+
+
 def _skip_zeros(r: _Reader, pos: int) -> int:
     """Position of the first non-zero byte at or after ``pos`` (the file end if none)."""
     q = pos
@@ -413,9 +428,9 @@ def _skip_zeros(r: _Reader, pos: int) -> int:
         m = _NONZERO.search(buf, off)
         if m is not None:
             return r.base + m.start()
-        q = r.base + len(buf)
         if r.eof:
-            return q
+            return r.base + len(buf)
+        q = max(q + 1, r.base + len(buf) - 16)  # keep 16 zero bytes in view for the caller's rescan
 
 
 def _resolve_log(problems: ProblemLog | None, path: str, strict: bool) -> ProblemLog:
@@ -569,13 +584,6 @@ def read_batches(
         else:
             stored = _U32.unpack_from(buf, off + 12)[0]
             ok = _crc32(mv[off + 16 : off + size]) == stored
-        if not ok:
-            q = _scan(r, pos + 1, pos + size)
-            if q is not None:
-                report(pos, "garbage", f"{q - pos} unreadable bytes (a header with a bad checksum); {_after(q)}")
-                pos = q
-                continue
-            buf, mv, off = r.view(pos, size)
         if magic == 2:
             codec = attrs & 7
             batch = Batch(
@@ -589,6 +597,23 @@ def read_batches(
             codec = batch.attributes & 7
         if not ok:
             computed = crc32c(mv[off + 21 : off + size]) if magic == 2 else _crc32(mv[off + 16 : off + size])
+            # a real batch with damaged content, or garbage that looks like a header? Believe the
+            # header only if no verifiable batch starts inside it and a header (or the end) follows.
+            q = _scan(r, pos + 1, pos + size)
+            if q is None and not _followed_by_header(r, pos + size, end):
+                q = _scan(r, pos + size, end)
+                skipped = f"{q - pos} unreadable bytes" if q is not None else "unreadable bytes"
+                report(pos, "garbage", f"{skipped} (a header with a bad checksum and no batch after it); "
+                       f"{_after(q)}")
+                if q is None:
+                    return
+                pos = q
+                continue
+            if q is not None:
+                report(pos, "garbage", f"{q - pos} unreadable bytes (a header with a bad checksum); {_after(q)}")
+                pos = q
+                continue
+        if not ok:
             report(pos, "crc_mismatch", f"stored {'CRC-32C' if magic == 2 else 'CRC-32'} {stored} "
                    f"but computed {computed} over the batch's {size} bytes; batch kept (crc_valid=False)")
         if codec > (4 if magic == 2 else 3):
