@@ -1,0 +1,300 @@
+"""MirrorMaker 2 internal records: offset syncs, checkpoints, heartbeats, Connect offsets (§7).
+
+MM2 writes its binary records in the legacy ``Schema``/``Struct`` encoding: a plain
+concatenation of int16-length UTF-8 strings (never null) and big-endian integers, which is the
+non-flexible generated-message encoding at version 0. Layouts:
+
+============  ==========================================  =============================================
+record        key                                         value
+============  ==========================================  =============================================
+OffsetSync    topic STRING, partition INT32               upstreamOffset INT64, offset INT64 (no version)
+Checkpoint    group STRING, topic STRING, partition INT32  INT16 version, upstreamOffset, offset, metadata
+Heartbeat     sourceClusterAlias, targetClusterAlias      INT16 version, timestamp INT64
+============  ==========================================  =============================================
+
+MM2 source positions live in the Connect offsets topic as JSON
+(``["<connector>", {"cluster": .., "partition": .., "topic": ..}]`` -> ``{"offset": N}``).
+
+Examples
+--------
+>>> k, v = encode_offset_sync("orders", 0, 1500, 1498)
+>>> rec = decode_offset_sync(k, v)
+>>> rec.key, rec.value
+({'topic': 'orders', 'partition': 0}, {'upstreamOffset': 1500, 'offset': 1498})
+>>> mirror_text(rec)
+'OffsetSync{topicPartition=orders-0, upstreamOffset=1500, downstreamOffset=1498}'
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+
+from workbench.errors import ConfigError, CorruptDataError
+from workbench.formats.messages import Field as F
+from workbench.formats.messages import Schema, decode, encode
+
+__all__ = [
+    "MirrorRecord",
+    "classify_mirror_topic",
+    "decode_checkpoint",
+    "decode_connect_offset",
+    "decode_heartbeat",
+    "decode_offset_sync",
+    "encode_checkpoint",
+    "encode_connect_offset",
+    "encode_heartbeat",
+    "encode_offset_sync",
+    "mirror_text",
+]
+
+# ---------------------------------------------------------------------------------------------
+# Layouts (reference §7.2–§7.4)
+
+
+def _legacy(name: str, fields: list[F]) -> Schema:
+    return Schema(name, None, (0, 0), "none", fields, type="data")
+
+
+OFFSET_SYNC_KEY = _legacy("OffsetSyncKey", [F("topic", "string"), F("partition", "int32")])
+OFFSET_SYNC_VALUE = _legacy("OffsetSyncValue", [F("upstreamOffset", "int64"), F("offset", "int64")])
+CHECKPOINT_KEY = _legacy("CheckpointKey", [F("group", "string"), F("topic", "string"), F("partition", "int32")])
+CHECKPOINT_VALUE = _legacy("CheckpointValue", [F("upstreamOffset", "int64"), F("offset", "int64"), F("metadata", "string")])
+HEARTBEAT_KEY = _legacy("HeartbeatKey", [F("sourceClusterAlias", "string"), F("targetClusterAlias", "string")])
+HEARTBEAT_VALUE = _legacy("HeartbeatValue", [F("timestamp", "int64")])
+
+_I16 = struct.Struct(">h")
+
+
+@dataclass(slots=True)
+class MirrorRecord:
+    """One decoded MM2 record.
+
+    Attributes
+    ----------
+    kind : str
+        ``offset_sync``, ``checkpoint``, ``heartbeat``; for Connect offsets ``source_offset``
+        (MirrorSourceConnector), ``checkpoint_offset``, ``heartbeat_offset`` or
+        ``connect_offset`` (any other connector).
+    key : dict
+        Key fields (``topic``/``partition``, ``group``/``topic``/``partition``,
+        ``sourceClusterAlias``/``targetClusterAlias``; for Connect offsets ``connector`` plus
+        the source partition's own keys).
+    value : dict or None
+        Value fields (``version`` included for versioned values); ``None`` for a tombstone or
+        when not decoded.
+    error : str or None
+        Why the record could not be decoded.
+    """
+
+    kind: str
+    key: dict
+    value: dict | None
+    error: str | None = None
+
+
+def _decode(kind: str, key_schema: Schema, value_schema: Schema, versioned: bool,
+            key: bytes | memoryview | None, value: bytes | memoryview | None) -> MirrorRecord:
+    rec = MirrorRecord(kind, {}, None)
+    if key is None:
+        rec.error = f"{kind} record without a key"
+        return rec
+    raw_key = bytes(key)
+    try:
+        rec.key, _, end = decode(key_schema, 0, raw_key)
+    except CorruptDataError as exc:
+        rec.error = f"key at byte {exc.position}: {exc.detail}"
+        return rec
+    if end != len(raw_key):
+        rec.error = f"found {len(raw_key) - end} byte(s) of garbage after the {kind} key"
+        return rec
+    if value is None:
+        return rec
+    raw = bytes(value)
+    pos = 0
+    version = None
+    if versioned:
+        if len(raw) < 2:
+            rec.error = f"{kind} value of {len(raw)} bytes has no version"
+            return rec
+        (version,) = _I16.unpack_from(raw, 0)
+        if version < 0:
+            rec.error = f"negative {kind} value version {version}"
+            return rec
+        pos = 2
+    try:
+        fields, _, end = decode(value_schema, 0, raw, pos)
+    except CorruptDataError as exc:
+        rec.error = f"value at byte {exc.position}: {exc.detail}"
+        return rec
+    rec.value = {"version": version, **fields} if versioned else fields
+    # a higher value version is read with the version 0 layout, like MM2 itself does
+    if end != len(raw) and not (version or 0) > 0:
+        rec.error = f"found {len(raw) - end} byte(s) of garbage after the {kind} value"
+    return rec
+
+
+def decode_offset_sync(key: bytes | memoryview | None, value: bytes | memoryview | None) -> MirrorRecord:
+    """Decode an ``mm2-offset-syncs.<alias>.internal`` record (never raises for bad bytes)."""
+    return _decode("offset_sync", OFFSET_SYNC_KEY, OFFSET_SYNC_VALUE, False, key, value)
+
+
+def decode_checkpoint(key: bytes | memoryview | None, value: bytes | memoryview | None) -> MirrorRecord:
+    """Decode a ``<source>.checkpoints.internal`` record (never raises for bad bytes).
+
+    Examples
+    --------
+    >>> rec = decode_checkpoint(*encode_checkpoint("g", "A.orders", 1, 100, 98, ""))
+    >>> rec.value
+    {'version': 0, 'upstreamOffset': 100, 'offset': 98, 'metadata': ''}
+    """
+    return _decode("checkpoint", CHECKPOINT_KEY, CHECKPOINT_VALUE, True, key, value)
+
+
+def decode_heartbeat(key: bytes | memoryview | None, value: bytes | memoryview | None) -> MirrorRecord:
+    """Decode a ``heartbeats`` record (never raises for bad bytes)."""
+    return _decode("heartbeat", HEARTBEAT_KEY, HEARTBEAT_VALUE, True, key, value)
+
+
+def encode_offset_sync(topic: str, partition: int, upstream_offset: int, offset: int) -> tuple[bytes, bytes]:
+    """Encode an offset sync as MM2 writes it: ``(key, value)``."""
+    return (encode(OFFSET_SYNC_KEY, 0, {"topic": topic, "partition": partition}),
+            encode(OFFSET_SYNC_VALUE, 0, {"upstreamOffset": upstream_offset, "offset": offset}))
+
+
+def encode_checkpoint(group: str, topic: str, partition: int, upstream_offset: int, offset: int,
+                      metadata: str = "", version: int = 0) -> tuple[bytes, bytes]:
+    """Encode a checkpoint as MM2 writes it (``topic`` is the downstream topic name)."""
+    return (encode(CHECKPOINT_KEY, 0, {"group": group, "topic": topic, "partition": partition}),
+            _I16.pack(version) + encode(CHECKPOINT_VALUE, 0, {"upstreamOffset": upstream_offset, "offset": offset, "metadata": metadata}))
+
+
+def encode_heartbeat(source_alias: str, target_alias: str, timestamp: int, version: int = 0) -> tuple[bytes, bytes]:
+    """Encode a heartbeat as MM2 writes it."""
+    return (encode(HEARTBEAT_KEY, 0, {"sourceClusterAlias": source_alias, "targetClusterAlias": target_alias}),
+            _I16.pack(version) + encode(HEARTBEAT_VALUE, 0, {"timestamp": timestamp}))
+
+
+# ---------------------------------------------------------------------------------------------
+# Connect offsets (reference §7.5)
+
+
+def _partition_kind(partition: dict) -> str:
+    if {"cluster", "topic", "partition"} <= partition.keys():
+        return "source_offset"
+    if {"group", "topic", "partition"} <= partition.keys():
+        return "checkpoint_offset"
+    if {"sourceClusterAlias", "targetClusterAlias"} <= partition.keys():
+        return "heartbeat_offset"
+    return "connect_offset"
+
+
+def decode_connect_offset(key: bytes | memoryview | None, value: bytes | memoryview | None) -> MirrorRecord:
+    """Decode a Connect offsets topic record (JSON key and value; never raises for bad bytes).
+
+    The key order inside the partition object is arbitrary (a Java ``HashMap``), so it is
+    parsed, not compared as text.
+
+    Examples
+    --------
+    >>> rec = decode_connect_offset(b'["MirrorSourceConnector",{"cluster":"A","partition":0,"topic":"orders"}]', b'{"offset":41}')
+    >>> rec.kind, rec.key["topic"], rec.value
+    ('source_offset', 'orders', {'offset': 41})
+    """
+    rec = MirrorRecord("connect_offset", {}, None)
+    if key is None:
+        rec.error = "Connect offset record without a key"
+        return rec
+    try:
+        parsed = json.loads(bytes(key).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        rec.error = f"key is not JSON: {exc}"
+        return rec
+    if not (isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[0], str) and isinstance(parsed[1], dict)):
+        rec.error = "key is not [connectorName, {partition}]"
+        return rec
+    rec.kind = _partition_kind(parsed[1])
+    rec.key = {"connector": parsed[0], **parsed[1]}
+    if value is None:
+        return rec
+    try:
+        parsed_value = json.loads(bytes(value).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        rec.error = f"value is not JSON: {exc}"
+        return rec
+    if not isinstance(parsed_value, dict):
+        rec.error = "value is not a JSON object"
+        return rec
+    rec.value = parsed_value
+    return rec
+
+
+def encode_connect_offset(connector: str, partition: dict, offset: int | None) -> tuple[bytes, bytes | None]:
+    """Encode a Connect offsets record as Connect's JsonConverter writes it (``None`` = tombstone).
+
+    Examples
+    --------
+    >>> encode_connect_offset("MirrorSourceConnector", {"cluster": "A", "partition": 0, "topic": "t"}, 5)
+    (b'["MirrorSourceConnector",{"cluster":"A","partition":0,"topic":"t"}]', b'{"offset":5}')
+    """
+    if not isinstance(partition, dict):
+        raise ConfigError(f"partition must be a dict, got {partition!r}")
+    key = json.dumps([connector, partition], separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    if offset is None:
+        return key, None
+    return key, json.dumps({"offset": offset}, separators=(",", ":")).encode("utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# Text forms and topic names
+
+
+def mirror_text(record: MirrorRecord) -> str | None:
+    """The ``toString()`` MM2's console formatters print (``None`` if not decoded).
+
+    Examples
+    --------
+    >>> mirror_text(decode_heartbeat(*encode_heartbeat("A", "B", 1718000000000)))
+    'Heartbeat{sourceClusterAlias=A, targetClusterAlias=B, timestamp=1718000000000}'
+    """
+    k, v = record.key, record.value
+    if v is None or record.error is not None:
+        return None
+    if record.kind == "offset_sync":
+        return f"OffsetSync{{topicPartition={k['topic']}-{k['partition']}, upstreamOffset={v['upstreamOffset']}, downstreamOffset={v['offset']}}}"
+    if record.kind == "checkpoint":
+        return (f"Checkpoint{{consumerGroupId={k['group']}, topicPartition={k['topic']}-{k['partition']}, "
+                f"upstreamOffset={v['upstreamOffset']}, downstreamOffset={v['offset']}, metadata={v['metadata']}}}")
+    if record.kind == "heartbeat":
+        return f"Heartbeat{{sourceClusterAlias={k['sourceClusterAlias']}, targetClusterAlias={k['targetClusterAlias']}, timestamp={v['timestamp']}}}"
+    return None
+
+
+def classify_mirror_topic(topic: str, separator: str = ".") -> tuple[str, str | None] | None:
+    """What an MM2-related topic holds: ``(kind, alias)`` or ``None``.
+
+    Kinds: ``offset_syncs`` (alias = the other cluster), ``checkpoints`` (alias = source),
+    ``heartbeats`` (alias = the upstream path of a replicated copy, ``None`` for the local
+    topic), ``connect_offsets`` (``mm2-offsets.<source>.internal``; alias = source).
+
+    Examples
+    --------
+    >>> classify_mirror_topic("mm2-offset-syncs.B.internal")
+    ('offset_syncs', 'B')
+    >>> classify_mirror_topic("C.A.heartbeats")
+    ('heartbeats', 'C.A')
+    """
+    if topic.startswith("mm2-offset-syncs.") and topic.endswith(".internal"):
+        return "offset_syncs", topic[len("mm2-offset-syncs."):-len(".internal")]
+    if topic.startswith("mm2-offsets.") and topic.endswith(".internal"):
+        return "connect_offsets", topic[len("mm2-offsets."):-len(".internal")]
+    for sep in {separator, "."}:
+        suffix = f"{sep}checkpoints{sep}internal"
+        if topic.endswith(suffix) and len(topic) > len(suffix):
+            return "checkpoints", topic[: -len(suffix)]
+    if topic == "heartbeats":
+        return "heartbeats", None
+    if topic.endswith(f"{separator}heartbeats"):
+        return "heartbeats", topic[: -len(separator) - len("heartbeats")]
+    return None
