@@ -92,7 +92,7 @@ def dump_files(files: Iterable[str], *, fmt: str = "jsonl", out: TextIO, strict:
     >>> dump_files(["00000000000000000000.log"], out=buf)                # doctest: +SKIP
     0
     """
-    from workbench.formats.segment import read_segment
+    from workbench.formats.batch import read_batches
 
     if fmt == "kafka":
         from workbench.formats.dumptext import write_kafka_dump  # type: ignore[import-not-found]
@@ -106,7 +106,7 @@ def dump_files(files: Iterable[str], *, fmt: str = "jsonl", out: TextIO, strict:
         chosen = decoder_for(path, decoder)
         log = ProblemLog(str(path), strict=strict)
         with open(path, "rb") as f:
-            for batch in read_segment(f, path=str(path), problems=log):
+            for batch in read_batches(f, path=str(path), problems=log):
                 out.write(json.dumps(batch_object(batch), default=_default) + "\n")
                 for record in batch.records(log):
                     out.write(json.dumps(record_object(batch, record, chosen, payloads), default=_default) + "\n")

@@ -13,7 +13,7 @@ def scan_problems(bundle: Bundle, *, deep: bool = False) -> list[Problem]:
     Nothing is kept but the problems, so memory stays flat whatever the bundle's size.
     """
     from workbench.formats.metadata import decode_metadata_record
-    from workbench.formats.segment import read_segment
+    from workbench.formats.batch import read_batches
 
     files = bundle.metadata_files
     if deep:
@@ -25,7 +25,7 @@ def scan_problems(bundle: Bundle, *, deep: bool = False) -> list[Problem]:
         is_metadata = artifact in bundle.metadata_files
         try:
             with open(path, "rb") as f:
-                for batch in read_segment(f, path=path, problems=log):
+                for batch in read_batches(f, path=path, problems=log):
                     records = batch.records(log)
                     if is_metadata and not batch.is_control:
                         for record in records:

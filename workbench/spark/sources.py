@@ -145,10 +145,10 @@ class MetadataReader(_ArtifactReader):
 
         from workbench.formats.control import decode_control_record
         from workbench.formats.metadata import decode_metadata_record
-        from workbench.formats.segment import read_segment
+        from workbench.formats.batch import read_batches
 
         with fsspec.open(partition.path, "rb") as f:
-            for batch in read_segment(f, path=partition.path, problems=log, strict=self.strict):
+            for batch in read_batches(f, path=partition.path, problems=log, strict=self.strict):
                 for record in batch.records(log):
                     if batch.is_control:
                         ctl = decode_control_record(record.key, record.value)

@@ -1,0 +1,106 @@
+"""The ``kafka_metadata`` data source on logs written by the project's writer, damaged and intact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+import workbench
+from tests.analysis.metadata_rows import at
+from workbench.errors import CorruptDataError
+from workbench.formats.kraft_log import MetadataLogWriter
+
+pytestmark = pytest.mark.spark
+
+TOPIC_ID = "dJmQ0ZqiSm2vl8Vc8m3mTw"
+
+
+def ms(seconds: float) -> int:
+    return int(at(seconds).timestamp() * 1000)
+
+
+def write_node(root: Path, node: int) -> tuple[Path, MetadataLogWriter]:
+    logs = root / "nodes" / str(node) / "logs"
+    seg_dir = logs / "__cluster_metadata-0"
+    seg_dir.mkdir(parents=True)
+    (logs / "meta.properties").write_text(f"#\nnode.id={node}\nversion=1\ncluster.id=c\n")
+    w = MetadataLogWriter()
+    w.append_control("LEADER_CHANGE", {"leaderId": 1, "voters": [{"voterId": 1}], "grantingVoters": []},
+                     timestamp=ms(0), epoch=1)
+    w.append([("FeatureLevelRecord", 0, {"name": "metadata.version", "featureLevel": 25})], timestamp=ms(0), epoch=1)
+    w.append([("TopicRecord", 0, {"name": "orders", "topicId": TOPIC_ID}),
+              ("PartitionRecord", 0, {"partitionId": 0, "topicId": TOPIC_ID, "replicas": [1, 2, 3],
+                                      "isr": [1, 2, 3], "removingReplicas": [], "addingReplicas": [], "leader": 1,
+                                      "leaderEpoch": 0, "partitionEpoch": 0})], timestamp=ms(1), epoch=1)
+    for i in range(2, 8):
+        w.append([("NoOpRecord", 0, {})], timestamp=ms(i), epoch=1)
+    w.append([("PartitionChangeRecord", 0, {"partitionId": 0, "topicId": TOPIC_ID, "isr": [1, 3]})],
+             timestamp=ms(8), epoch=1)
+    w.append([("NoOpRecord", 0, {})], timestamp=ms(9), epoch=1)
+    path = seg_dir / "00000000000000000000.log"
+    path.write_bytes(w.to_bytes())
+    return path, w
+
+
+def test_reads_every_record_of_every_replica(spark, tmp_path):
+    write_node(tmp_path, 1)
+    write_node(tmp_path, 2)
+    tables = workbench.load(workbench.open_bundle(tmp_path), spark)
+    got = tables.metadata.select("node_id", "offset", "timestamp", "leader_epoch", "is_control", "record_type",
+                                 "crc_valid")
+    per_node = [(0, 0, True, "LEADER_CHANGE"), (1, 0, False, "FeatureLevelRecord"), (2, 1, False, "TopicRecord"),
+                (3, 1, False, "PartitionRecord")]
+    per_node += [(2 + i, i, False, "NoOpRecord") for i in range(2, 8)]
+    per_node += [(10, 8, False, "PartitionChangeRecord"), (11, 9, False, "NoOpRecord")]
+    want = spark.createDataFrame(
+        [(node, off, at(s), 1, ctl, rtype, True) for node in (1, 2) for off, s, ctl, rtype in per_node],
+        "node_id int, offset long, timestamp timestamp, leader_epoch int, is_control boolean, record_type string, "
+        "crc_valid boolean")
+    assertDataFrameEqual(got, want)
+    change = tables.metadata.where("record_type = 'PartitionChangeRecord' and node_id = 1").first()
+    assert change.fields == ('{"partitionId":0,"topicId":"dJmQ0ZqiSm2vl8Vc8m3mTw","isr":[1,3],"leader":-2,'
+                             '"replicas":null,"removingReplicas":null,"addingReplicas":null,"leaderRecoveryState":-1,'
+                             '"directories":null,"eligibleLeaderReplicas":null,"lastKnownElr":null}')
+    assert tables.problems.count() == 0
+
+
+def test_damaged_segment_loses_only_the_damaged_bytes(spark, tmp_path):
+    path, w = write_node(tmp_path, 1)
+    data = bytearray(path.read_bytes())
+    corrupt = w.positions[5]                        # the NoOp batch of offset 6: flip a bit in its record
+    data[corrupt + 61 + 2] ^= 0x40
+    last = w.positions[-1]
+    del data[last + 30:]                            # the last batch is cut short
+    path.write_bytes(bytes(data))
+
+    tables = workbench.load(workbench.open_bundle(tmp_path), spark)
+    got = tables.metadata.select("offset", "record_type", "crc_valid")
+    want = [(0, "LEADER_CHANGE", True), (1, "FeatureLevelRecord", True), (2, "TopicRecord", True),
+            (3, "PartitionRecord", True)]
+    want += [(offset, "NoOpRecord", offset != 6) for offset in range(4, 10)]
+    want += [(10, "PartitionChangeRecord", True)]
+    rows = got.collect()
+    kept = [(r.offset, r.record_type if r.crc_valid else "NoOpRecord", r.crc_valid) for r in rows]
+    assert sorted(kept) == sorted(want)
+    problems = tables.problems.select("path", "position", "kind").orderBy("position")
+    assertDataFrameEqual(problems, spark.createDataFrame(
+        [(str(path), corrupt, "crc_mismatch"), (str(path), last, "truncated")],
+        "path string, position long, kind string"))
+
+
+def test_strict_mode_raises(spark, tmp_path):
+    path, w = write_node(tmp_path, 1)
+    data = bytearray(path.read_bytes())
+    data[w.positions[3] + 61 + 2] ^= 0x40
+    path.write_bytes(bytes(data))
+    tables = workbench.load(workbench.open_bundle(tmp_path), spark, strict=True)
+    with pytest.raises(Exception, match="crc_mismatch"):
+        tables.metadata.collect()
+    # the same condition, outside Spark, raises the library's own error
+    from workbench.formats.batch import read_batches
+
+    with open(path, "rb") as f, pytest.raises(CorruptDataError):
+        for batch in read_batches(f, str(path), strict=True):
+            batch.records()

@@ -1,0 +1,113 @@
+"""Bundle discovery and safe archive extraction."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from workbench.bundle import Artifact, open_bundle, read_properties
+from workbench.errors import BundleError
+
+
+def make_tree(root: Path) -> None:
+    logs = root / "nodes" / "7" / "logs"
+    (logs / "__cluster_metadata-0").mkdir(parents=True)
+    (logs / "meta.properties").write_text("#\n#Tue\nnode.id=3\nversion=1\ncluster.id=abc\n")
+    (logs / "__cluster_metadata-0" / "00000000000000000000.log").write_bytes(b"x" * 10)
+    (logs / "__cluster_metadata-0" / "00000000000000000042-0000000003.checkpoint").write_bytes(b"y")
+    (logs / "__cluster_metadata-0" / "quorum-state").write_text("{}")
+    part = logs / "orders-eu-12"
+    part.mkdir()
+    (part / "00000000000000000100.log").write_bytes(b"z" * 5)
+    (part / "00000000000000000100.index").write_bytes(b"")
+    deleted = logs / "orders-3.0123456789abcdef0123456789abcdef-delete"
+    deleted.mkdir()
+    (deleted / "00000000000000000000.log").write_bytes(b"")
+    (root / "dumps").mkdir()
+    (root / "dumps" / "a.txt").write_text("Dumping a\n")
+    (root / "manifest.json").write_text('{"scenario": "isr"}')
+
+
+def test_classifies_every_file(tmp_path):
+    make_tree(tmp_path)
+    bundle = open_bundle(tmp_path)
+    got = {a.path: a for a in bundle.artifacts}
+    logs = "nodes/7/logs/"
+    assert got[logs + "__cluster_metadata-0/00000000000000000000.log"] == Artifact(
+        logs + "__cluster_metadata-0/00000000000000000000.log", 3, "segment", "__cluster_metadata", 0, 0, 10)
+    assert got[logs + "__cluster_metadata-0/00000000000000000042-0000000003.checkpoint"] == Artifact(
+        logs + "__cluster_metadata-0/00000000000000000042-0000000003.checkpoint", 3, "snapshot",
+        "__cluster_metadata", 0, 42, 1)
+    assert got[logs + "orders-eu-12/00000000000000000100.log"] == Artifact(
+        logs + "orders-eu-12/00000000000000000100.log", 3, "segment", "orders-eu", 12, 100, 5)
+    assert got[logs + "orders-eu-12/00000000000000000100.index"].kind == "offset_index"
+    dead = got[logs + "orders-3.0123456789abcdef0123456789abcdef-delete/00000000000000000000.log"]
+    assert (dead.topic, dead.partition, dead.dir_state) == ("orders", 3, "delete")
+    assert got["dumps/a.txt"].kind == "dump_text"
+    assert got["manifest.json"].kind == "manifest"
+    assert bundle.manifest == {"scenario": "isr"}
+    assert [a.path for a in bundle.metadata_files] == [
+        logs + "__cluster_metadata-0/00000000000000000000.log",
+        logs + "__cluster_metadata-0/00000000000000000042-0000000003.checkpoint",
+    ]
+    assert bundle.node_ids == [-1, 3]
+
+
+def test_archive_round_trip(tmp_path):
+    src = tmp_path / "src"
+    make_tree(src)
+    archive = tmp_path / "b.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(src, arcname=".")
+    bundle = open_bundle(archive, extract_to=tmp_path / "x")
+    assert sorted(a.path for a in bundle.artifacts) == sorted(a.path for a in open_bundle(src).artifacts)
+
+
+@pytest.mark.parametrize("name", ["../evil.txt", "/abs/evil.txt", "a/../../evil.txt"])
+def test_tar_members_cannot_escape(tmp_path, name):
+    archive = tmp_path / "bad.tar"
+    with tarfile.open(archive, "w") as tf:
+        info = tarfile.TarInfo(name)
+        info.size = 4
+        tf.addfile(info, io.BytesIO(b"evil"))
+    with pytest.raises(BundleError, match="escapes"):
+        open_bundle(archive, extract_to=tmp_path / "target")
+    assert not (tmp_path / "evil.txt").exists()
+
+
+def test_tar_links_are_refused(tmp_path):
+    archive = tmp_path / "link.tgz"
+    with tarfile.open(archive, "w:gz") as tf:
+        info = tarfile.TarInfo("innocent")
+        info.type = tarfile.SYMTYPE
+        info.linkname = "/etc/passwd"
+        tf.addfile(info)
+    with pytest.raises(BundleError, match="link"):
+        open_bundle(archive, extract_to=tmp_path / "t")
+
+
+def test_zip_members_cannot_escape(tmp_path):
+    archive = tmp_path / "bad.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("../../evil.txt", "evil")
+    with pytest.raises(BundleError, match="escapes"):
+        open_bundle(archive, extract_to=tmp_path / "deep" / "target")
+    assert not (tmp_path / "evil.txt").exists()
+
+
+def test_missing_and_wrong_paths(tmp_path):
+    with pytest.raises(BundleError, match="does not exist"):
+        open_bundle(tmp_path / "nope")
+    plain = tmp_path / "file.bin"
+    plain.write_bytes(b"")
+    with pytest.raises(BundleError, match="expected a directory"):
+        open_bundle(plain)
+
+
+def test_properties():
+    assert read_properties("#c\n! other\nnode.id = 3\ncluster.id:abc\nkey value\n\n") == {
+        "node.id": "3", "cluster.id": "abc", "key": "value"}
