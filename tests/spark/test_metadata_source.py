@@ -104,3 +104,20 @@ def test_strict_mode_raises(spark, tmp_path):
     with open(path, "rb") as f, pytest.raises(CorruptDataError):
         for batch in read_batches(f, str(path), strict=True):
             batch.records()
+
+
+def test_batches_table_matches_the_writer(spark, tmp_path):
+    path, w = write_node(tmp_path, 3)
+    tables = workbench.load(workbench.open_bundle(tmp_path), spark)
+    got = tables.batches.select("node_id", "topic", "partition", "segment_base_offset", "position", "base_offset",
+                                "last_offset", "record_count", "magic", "compression", "is_control",
+                                "partition_leader_epoch", "crc_valid", "max_timestamp")
+    offsets = [(0, 0), (1, 1), (2, 3)] + [(o, o) for o in range(4, 10)] + [(10, 10), (11, 11)]
+    stamps = [0, 0, 1] + list(range(2, 8)) + [8, 9]
+    want = spark.createDataFrame(
+        [(3, "__cluster_metadata", 0, 0, pos, base, last, last - base + 1, 2, "none", i == 0, 1, True, at(ts))
+         for i, (pos, (base, last), ts) in enumerate(zip(w.positions, offsets, stamps, strict=True))],
+        "node_id int, topic string, partition int, segment_base_offset long, position long, base_offset long, "
+        "last_offset long, record_count int, magic int, compression string, is_control boolean, "
+        "partition_leader_epoch int, crc_valid boolean, max_timestamp timestamp")
+    assertDataFrameEqual(got, want)

@@ -28,19 +28,24 @@ class Tables:
     metadata : DataFrame
         One row per KRaft metadata record or control record of every node's metadata log
         replica, snapshots and bootstrap checkpoint (columns: ``METADATA_SCHEMA``).
+    batches : DataFrame
+        One row per record batch of every log segment and snapshot, headers only
+        (columns: ``BATCHES_SCHEMA``).
     problems : DataFrame
         Everything that could not be read: node_id, path, byte position, kind, detail.
     """
 
     inventory: DataFrame
     metadata: DataFrame
+    batches: DataFrame
     problems: DataFrame
 
 
 def _files_option(bundle: Bundle, artifacts: list) -> str:
     return json.dumps(
         [
-            {"path": str(bundle.root / a.path), "node_id": a.node_id, "kind": a.kind, "base_offset": a.base_offset}
+            {"path": str(bundle.root / a.path), "node_id": a.node_id, "kind": a.kind, "base_offset": a.base_offset,
+             "topic": a.topic, "partition": a.partition}
             for a in artifacts
         ]
     )
@@ -70,7 +75,7 @@ def load(bundle: Bundle, spark: SparkSession, *, strict: bool = False) -> Tables
     >>> tables = load(open_bundle("bundle/"), spark)                  # doctest: +SKIP
     >>> tables.metadata.groupBy("record_type").count().show()          # doctest: +SKIP
     """
-    from workbench.spark.sources import METADATA_SCHEMA, PROBLEMS_SCHEMA
+    from workbench.spark.sources import BATCHES_SCHEMA, METADATA_SCHEMA, PROBLEMS_SCHEMA
 
     meta_files = bundle.metadata_files
     strict_opt = "true" if strict else "false"
@@ -82,10 +87,23 @@ def load(bundle: Bundle, spark: SparkSession, *, strict: bool = False) -> Tables
     else:
         metadata = spark.createDataFrame([], METADATA_SCHEMA)
         meta_problems = spark.createDataFrame([], PROBLEMS_SCHEMA)
+    segments = bundle.of_kind("segment", "snapshot", "bootstrap")
+    if segments:
+        breader = (spark.read.format("kafka_batches").option("files", _files_option(bundle, segments))
+                   .option("strict", strict_opt))
+        batches = breader.load()
+        # metadata segments are read by both sources: take their problems once, from the metadata source
+        data_only = [a for a in segments if a not in meta_files]
+        batch_problems = (breader.option("files", _files_option(bundle, data_only)).option("emit", "problems").load()
+                          if data_only else spark.createDataFrame([], PROBLEMS_SCHEMA))
+    else:
+        batches = spark.createDataFrame([], BATCHES_SCHEMA)
+        batch_problems = spark.createDataFrame([], PROBLEMS_SCHEMA)
     discovery = spark.createDataFrame(
         [(-1, p.path, p.position, p.kind, p.detail) for p in bundle.problems], PROBLEMS_SCHEMA
     )
     inventory = spark.createDataFrame(
         [tuple(r.values()) for r in bundle.inventory_rows()], INVENTORY_SCHEMA
     )
-    return Tables(inventory=inventory, metadata=metadata, problems=discovery.unionByName(meta_problems))
+    problems = discovery.unionByName(meta_problems).unionByName(batch_problems)
+    return Tables(inventory=inventory, metadata=metadata, batches=batches, problems=problems)
