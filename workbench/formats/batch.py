@@ -721,6 +721,9 @@ def _decode_v2(data: bytes, count: int, base_offset: int, base_ts: int, lat: int
         if b < 0x80:
             u = b
             pos += 1
+        elif pos + 1 < n and data[pos + 1] < 0x80:
+            u = (b & 0x7F) | (data[pos + 1] << 7)
+            pos += 2
         else:
             try:
                 u, pos = slow(data, pos, 5)
@@ -756,6 +759,9 @@ def _decode_v2(data: bytes, count: int, base_offset: int, base_ts: int, lat: int
             if b < 0x80:
                 u = b
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                u = (b & 0x7F) | (data[pos + 1] << 7)
+                pos += 2
             else:
                 u, pos = slow(data, pos, 5)
             kl = (u >> 1) ^ -(u & 1)
@@ -770,6 +776,9 @@ def _decode_v2(data: bytes, count: int, base_offset: int, base_ts: int, lat: int
             if b < 0x80:
                 u = b
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                u = (b & 0x7F) | (data[pos + 1] << 7)
+                pos += 2
             else:
                 u, pos = slow(data, pos, 5)
             vl = (u >> 1) ^ -(u & 1)
