@@ -1,0 +1,102 @@
+"""Command line of the real Kafka peer.
+
+Usage::
+
+    python -m peer fetch [--version V ...]
+    python -m peer scenarios [--version V ...] [--only NAME ...] [--force]
+    python -m peer demo --out DIR [--version V]
+
+``scenarios`` prints one bundle directory per line on stdout (progress goes to stderr) and
+exits 1 when a scenario fails, after printing the tails of the node logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+from peer.errors import PeerError
+from peer.kafka import DEFAULT_VERSION, VERSIONS, fetch
+from peer.scenario import SCENARIOS, build
+
+
+def _log(msg: str) -> None:
+    print(f"[peer {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def write_demo(out: Path, version: str = DEFAULT_VERSION) -> Path:
+    """Write the isr bundle to ``out`` (a directory, or a ``.tar.gz`` file).
+
+    Parameters
+    ----------
+    out
+        Target directory (replaced) or archive path ending in ``.tar.gz``.
+    version
+        Kafka version of the bundle.
+
+    Returns
+    -------
+    Path
+        ``out``.
+    """
+    source = build("isr", version, log=_log)
+    if out.name.endswith(".tar.gz"):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(out, "w:gz") as tar:
+            for path in sorted(source.rglob("*")):
+                if path.name == ".complete":
+                    continue
+                tar.add(path, arcname=(Path("isr") / path.relative_to(source)).as_posix(),
+                        recursive=False)
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(source, out, ignore=shutil.ignore_patterns(".complete"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m peer``; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m peer", description=__doc__.split("\n")[1])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_fetch = sub.add_parser("fetch", help="resolve Kafka from Maven Central into the cache")
+    p_fetch.add_argument("--version", action="append", choices=list(VERSIONS))
+    p_sc = sub.add_parser("scenarios", help="build (or reuse) scenario bundles")
+    p_sc.add_argument("--version", action="append", choices=list(VERSIONS))
+    p_sc.add_argument("--only", nargs="+", choices=list(SCENARIOS))
+    p_sc.add_argument("--force", action="store_true", help="rebuild complete bundles")
+    p_demo = sub.add_parser("demo", help="write the small isr demo bundle")
+    p_demo.add_argument("--out", required=True, type=Path)
+    p_demo.add_argument("--version", default=DEFAULT_VERSION, choices=list(VERSIONS))
+    args = parser.parse_args(argv)
+
+    try:
+        if args.command == "fetch":
+            for version in args.version or [DEFAULT_VERSION]:
+                started = time.monotonic()
+                kafka = fetch(version)
+                _log(f"Kafka {version}: {kafka.lib} ({time.monotonic() - started:.1f} s)")
+                print(kafka.lib)
+        elif args.command == "scenarios":
+            failed = False
+            for version in args.version or [DEFAULT_VERSION]:
+                for name in args.only or SCENARIOS:
+                    try:
+                        print(build(name, version, force=args.force, log=_log), flush=True)
+                    except PeerError as exc:
+                        failed = True
+                        _log(f"{name} ({version}) FAILED:\n{exc}")
+            return 1 if failed else 0
+        elif args.command == "demo":
+            print(write_demo(args.out, args.version))
+    except PeerError as exc:
+        _log(f"error: {exc}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""Writing a scenario bundle: manifest, tool captures, node log dirs, segment dumps, metrics.
+
+The layout is a contract read by the rest of the project::
+
+    <bundle>/manifest.json
+    <bundle>/nodes/<node_id>/logs/...        each node's log dir, copied after it stopped
+    <bundle>/dumps/<relative path>.txt       kafka-dump-log output per .log / .checkpoint file
+    <bundle>/tools/<t_ms>-<tool>.txt         captured tool output
+    <bundle>/metrics/<node>-<what>.csv       JmxTool CSV samples
+    <bundle>/remote/...                      LocalTieredStorage directory (tiered scenario)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from peer.errors import ToolError
+from peer.kafka import Kafka
+
+#: Tool keys of :data:`peer.kafka.TOOL_CLASSES` and the script names used in the manifest.
+TOOL_NAMES = {
+    "topics": "kafka-topics",
+    "consumer-groups": "kafka-consumer-groups",
+    "metadata-quorum": "kafka-metadata-quorum",
+    "get-offsets": "kafka-get-offsets",
+    "configs": "kafka-configs",
+    "dump-log": "kafka-dump-log",
+    "producer-perf": "kafka-producer-perf-test",
+    "console-producer": "kafka-console-producer",
+    "console-consumer": "kafka-console-consumer",
+}
+
+#: Decoder flag of kafka-dump-log per internal topic directory prefix.
+DUMP_DECODERS = {
+    "__cluster_metadata-": ["--cluster-metadata-decoder"],
+    "__consumer_offsets-": ["--offsets-decoder"],
+    "__remote_log_metadata-": ["--remote-log-metadata-decoder"],
+    "__transaction_state-": ["--transaction-log-decoder"],
+    "__share_group_state-": ["--share-group-state-decoder"],
+}
+PLAIN_DUMP = ["--deep-iteration"]
+
+
+def now_ms() -> int:
+    """Wall-clock time in epoch milliseconds."""
+    return int(time.time() * 1000)
+
+
+def dump_flags(relative: str) -> list[str]:
+    """kafka-dump-log flags for a bundle file, chosen by the directory it is in.
+
+    Examples
+    --------
+    >>> dump_flags("nodes/1/logs/__cluster_metadata-0/00000000000000000000.log")
+    ['--cluster-metadata-decoder']
+    >>> dump_flags("nodes/4/logs/orders-0/00000000000000000000.log")
+    ['--deep-iteration']
+    """
+    parts = Path(relative).parts
+    if parts and parts[-1] == "bootstrap.checkpoint":
+        return list(DUMP_DECODERS["__cluster_metadata-"])
+    parent = parts[-2] if len(parts) >= 2 else ""
+    for prefix, flags in DUMP_DECODERS.items():
+        if parent.startswith(prefix):
+            return list(flags)
+    return list(PLAIN_DUMP)
+
+
+class BundleWriter:
+    """Accumulates a bundle directory and its manifest while a scenario runs.
+
+    Parameters
+    ----------
+    root
+        The bundle directory (created).
+    scenario
+        Scenario name.
+    kafka
+        The release used.
+    cluster_id
+        The (main) cluster id.
+    """
+
+    def __init__(self, root: Path, scenario: str, kafka: Kafka, cluster_id: str) -> None:
+        self.root = root
+        self.kafka = kafka
+        root.mkdir(parents=True, exist_ok=True)
+        self.manifest: dict[str, Any] = {
+            "scenario": scenario,
+            "kafka_version": kafka.version,
+            "cluster_id": cluster_id,
+            "created_ms": now_ms(),
+            "nodes": [],
+            "events": [],
+            "tools": [],
+            "dumps": [],
+            "metrics": [],
+        }
+
+    # -- recording ------------------------------------------------------------------------
+
+    def event(self, event: str, **details: Any) -> int:
+        """Record that ``event`` happened now; returns its wall-clock ms."""
+        t_ms = now_ms()
+        self.manifest["events"].append({"t_ms": t_ms, "event": event, **details})
+        self.save()
+        return t_ms
+
+    def tool(
+        self, tool: str, args: Sequence[str], *, timeout: float = 90.0, check: bool = True
+    ) -> str:
+        """Run a Kafka tool, keep its stdout under ``tools/`` and record it.
+
+        Parameters
+        ----------
+        tool
+            Key of :data:`peer.kafka.TOOL_CLASSES` (e.g. ``"topics"``).
+        args
+            Tool arguments.
+        timeout
+            Seconds before the tool is killed.
+        check
+            Raise on a non-zero exit (the output is kept either way).
+
+        Returns
+        -------
+        str
+            The tool's stdout.
+        """
+        name = TOOL_NAMES.get(tool, f"kafka-{tool}")
+        t_ms = now_ms()
+        result = self.kafka.run_tool(tool, args, timeout=timeout, check=False)
+        rel = f"tools/{t_ms}-{name}.txt"
+        n = 1
+        while (self.root / rel).exists():
+            n += 1
+            rel = f"tools/{t_ms}-{name}-{n}.txt"
+        (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (self.root / rel).write_text(result.stdout, encoding="utf-8")
+        entry: dict[str, Any] = {"t_ms": t_ms, "tool": name, "args": list(args), "file": rel}
+        if result.returncode != 0:
+            entry["exit_code"] = result.returncode
+            entry["stderr_tail"] = result.stderr[-2000:]
+        self.manifest["tools"].append(entry)
+        self.save()
+        if check and result.returncode != 0:
+            raise ToolError(f"{name} {' '.join(args)} exited {result.returncode}:\n"
+                            f"{result.stderr[-3000:]}")
+        return result.stdout
+
+    def metric(self, rel: str, node: int, what: str) -> Path:
+        """Register a metrics CSV ``rel`` (under ``metrics/``) and return its absolute path."""
+        self.manifest["metrics"].append({"file": rel, "node": node, "what": what})
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def add_nodes(self, entries: list[dict[str, Any]]) -> None:
+        """Add manifest ``nodes`` entries (from :meth:`peer.cluster.Cluster.collect`)."""
+        self.manifest["nodes"].extend(entries)
+        self.save()
+
+    # -- dumps ----------------------------------------------------------------------------
+
+    def dump_files(self) -> list[str]:
+        """Relative paths of every ``.log`` and ``.checkpoint`` file under ``nodes/``."""
+        found = []
+        nodes = self.root / "nodes"
+        for path in sorted(nodes.rglob("*")):
+            if path.is_file() and path.suffix in (".log", ".checkpoint"):
+                found.append(path.relative_to(self.root).as_posix())
+        return found
+
+    def dump_all(self, files: Sequence[str] | None = None, *, chunk: int = 40) -> None:
+        """Run kafka-dump-log on every segment and snapshot and write ``dumps/<path>.txt``.
+
+        Files that share flags are dumped by one tool run (``--files a,b,...``) and the
+        output is split at the ``Dumping <file>`` header lines. The tool runs in the bundle
+        directory with relative paths, so the headers name bundle-relative paths.
+        """
+        todo = list(files if files is not None else self.dump_files())
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for rel in todo:
+            groups.setdefault(tuple(dump_flags(rel)), []).append(rel)
+        for flags, rels in groups.items():
+            for start in range(0, len(rels), chunk):
+                part = rels[start:start + chunk]
+                self._dump_group(list(flags), part)
+        self.save()
+
+    def _dump_group(self, flags: list[str], rels: list[str]) -> None:
+        from peer.process import spawn
+        import subprocess
+
+        args = [*flags, "--files", ",".join(rels)]
+        argv = self.kafka.java(self.kafka.tool_class("dump-log"), args, heap="256m")
+        child = spawn("dump-log", argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                      cwd=self.root)
+        try:
+            out, err = child.popen.communicate(timeout=300)
+        except subprocess.TimeoutExpired as exc:
+            child.kill()
+            raise ToolError(f"kafka-dump-log did not finish for {rels[:3]}...") from exc
+        finally:
+            child.stop(5.0)
+        if child.popen.returncode != 0:
+            raise ToolError(
+                f"kafka-dump-log {' '.join(flags)} exited {child.popen.returncode}:\n"
+                + err.decode("utf-8", "replace")[-3000:]
+            )
+        text = out.decode("utf-8", "replace")
+        chunks: dict[str, list[str]] = {}
+        current: str | None = None
+        for line in text.splitlines(keepends=True):
+            if line.startswith("Dumping "):
+                name = line[len("Dumping "):].rstrip("\n")
+                if name in rels:
+                    current = name
+                    chunks.setdefault(current, [])
+            if current is not None:
+                chunks[current].append(line)
+        for rel in rels:
+            dump_rel = f"dumps/{rel}.txt"
+            target = self.root / dump_rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("".join(chunks.get(rel, [])), encoding="utf-8")
+            self.manifest["dumps"].append({"file": rel, "dump": dump_rel, "args": list(flags)})
+
+    # -- output ---------------------------------------------------------------------------
+
+    def save(self) -> None:
+        """Write ``manifest.json`` (atomically)."""
+        tmp = self.root / "manifest.json.tmp"
+        tmp.write_text(json.dumps(self.manifest, indent=1) + "\n", encoding="utf-8")
+        tmp.replace(self.root / "manifest.json")

@@ -1,0 +1,385 @@
+"""Apache Kafka from Maven Central: fetch a pinned release, build its classpath, run its tools.
+
+The jars of one release land in ``<cache>/kafka/<version>/lib/`` (``<cache>`` is
+``$KAFKA_WORKBENCH_CACHE`` or ``~/.cache/kafka-workbench``), resolved by Maven with
+``peer/pom.xml`` and a local repository under ``<cache>/m2``. A stamp file written last marks
+a complete lib directory, so fetching again is a no-op.
+
+Tools are run by main class with the same classpath; :meth:`Kafka.tool_class` finds the class
+of a tool in the release at hand (some moved package between 3.9 and 4.x).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import zipfile
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Sequence
+
+from peer.errors import FetchError, ToolError
+
+#: The two pinned releases. 4.3.1 is the newest 4.x whose whole module set (kafka-tools,
+#: connect-*, the storage test jar) is on Maven Central; 4.4.0 has only some modules there.
+VERSIONS: dict[str, dict[str, str]] = {
+    "4.3.1": {"profile": "log4j2", "log4j2.version": "2.25.4"},
+    "3.9.2": {},
+}
+DEFAULT_VERSION = "4.3.1"
+
+POM = Path(__file__).resolve().parent / "pom.xml"
+STAMP = ".complete"
+
+#: Candidate main classes per tool, first match wins.
+TOOL_CLASSES: dict[str, tuple[str, ...]] = {
+    "kafka": ("kafka.Kafka",),
+    "storage": ("kafka.tools.StorageTool", "org.apache.kafka.tools.StorageTool"),
+    "dump-log": ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"),
+    "topics": ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand"),
+    "consumer-groups": (
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        "kafka.admin.ConsumerGroupCommand",
+    ),
+    "metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
+    "jmx": ("org.apache.kafka.tools.JmxTool", "kafka.tools.JmxTool"),
+    "get-offsets": ("org.apache.kafka.tools.GetOffsetShell", "kafka.tools.GetOffsetShell"),
+    "producer-perf": ("org.apache.kafka.tools.ProducerPerformance",),
+    "console-producer": ("org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"),
+    "console-consumer": (
+        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        "kafka.tools.ConsoleConsumer",
+    ),
+    "configs": ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"),
+    "mirror-maker": ("org.apache.kafka.connect.mirror.MirrorMaker",),
+    "local-tiered-storage": ("org.apache.kafka.server.log.remote.storage.LocalTieredStorage",),
+}
+
+#: JVM flags for every process: small heap, quick start, loopback only.
+JVM_FLAGS: tuple[str, ...] = (
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-Xshare:auto",
+    "-Djava.net.preferIPv4Stack=true",
+    "-Djava.awt.headless=true",
+)
+
+
+def cache_root() -> Path:
+    """The cache directory shared by fetches and scenario bundles.
+
+    Returns
+    -------
+    Path
+        ``$KAFKA_WORKBENCH_CACHE`` if set, else ``~/.cache/kafka-workbench``.
+    """
+    env = os.environ.get("KAFKA_WORKBENCH_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "kafka-workbench"
+
+
+@dataclass(frozen=True)
+class Kafka:
+    """One fetched Kafka release.
+
+    Parameters
+    ----------
+    version
+        A key of :data:`VERSIONS`.
+    lib
+        Directory holding every jar of the release's classpath.
+
+    Examples
+    --------
+    >>> kafka = fetch("4.3.1")                        # doctest: +SKIP
+    >>> kafka.run_tool("topics", ["--version"]).stdout  # doctest: +SKIP
+    '4.3.1\\n'
+    """
+
+    version: str
+    lib: Path
+
+    @property
+    def major(self) -> int:
+        """Major version number (3 or 4)."""
+        return int(self.version.split(".")[0])
+
+    @property
+    def classpath(self) -> str:
+        """Java classpath wildcard for the lib directory."""
+        return str(self.lib / "*")
+
+    @cached_property
+    def _classes(self) -> frozenset[str]:
+        names: set[str] = set()
+        for jar in sorted(self.lib.glob("*.jar")):
+            try:
+                with zipfile.ZipFile(jar) as zf:
+                    for entry in zf.namelist():
+                        if entry.endswith(".class") and "$" not in entry:
+                            names.add(entry[:-6].replace("/", "."))
+            except zipfile.BadZipFile as exc:
+                raise FetchError(f"{jar} is not a readable jar: {exc}") from exc
+        return frozenset(names)
+
+    def has_class(self, name: str) -> bool:
+        """Whether a class of that fully qualified name is on the classpath."""
+        return name in self._classes
+
+    def tool_class(self, tool: str) -> str:
+        """Main class of ``tool`` (a key of :data:`TOOL_CLASSES`) in this release.
+
+        Raises
+        ------
+        ToolError
+            If the tool is unknown or none of its candidate classes is on the classpath.
+        """
+        candidates = TOOL_CLASSES.get(tool)
+        if candidates is None:
+            raise ToolError(f"unknown tool {tool!r}; expected one of {sorted(TOOL_CLASSES)}")
+        for name in candidates:
+            if self.has_class(name):
+                return name
+        raise ToolError(f"Kafka {self.version} has none of {candidates} for tool {tool!r}")
+
+    def java(
+        self,
+        main: str,
+        args: Sequence[str] = (),
+        *,
+        heap: str = "128m",
+        extra_jvm: Sequence[str] = (),
+        log4j_dir: Path | None = None,
+    ) -> list[str]:
+        """Command line that runs ``main`` on this release's classpath.
+
+        Parameters
+        ----------
+        main
+            Fully qualified main class (or a ``.java`` source file for the source launcher).
+        args
+            Program arguments.
+        heap
+            ``-Xmx`` value.
+        extra_jvm
+            More JVM flags (system properties, JMX).
+        log4j_dir
+            Directory with ``log4j.properties``/``log4j2.yaml`` to use; default: tool logging
+            (warnings to stderr).
+        """
+        log_dir = log4j_dir or write_log_config(cache_root() / "log-config", "tool")
+        return [
+            "java",
+            "-Xms32m",
+            f"-Xmx{heap}",
+            *JVM_FLAGS,
+            f"-Dlog4j.configuration=file:{log_dir / 'log4j.properties'}",
+            f"-Dlog4j2.configurationFile={log_dir / 'log4j2.yaml'}",
+            *extra_jvm,
+            "-cp",
+            self.classpath,
+            main,
+            *args,
+        ]
+
+    def run_tool(
+        self,
+        tool: str,
+        args: Sequence[str],
+        *,
+        timeout: float = 60.0,
+        check: bool = True,
+        stdin: str | None = None,
+        heap: str = "128m",
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a Kafka tool by main class and capture its output (bounded).
+
+        Parameters
+        ----------
+        tool
+            Key of :data:`TOOL_CLASSES`.
+        args
+            Tool arguments.
+        timeout
+            Seconds before the tool's process group is killed.
+        check
+            Raise :class:`ToolError` on a non-zero exit.
+        stdin
+            Text fed to the tool's standard input.
+
+        Returns
+        -------
+        subprocess.CompletedProcess
+            With ``stdout`` and ``stderr`` as text.
+        """
+        from peer.process import spawn
+
+        argv = self.java(self.tool_class(tool), args, heap=heap)
+        child = spawn(
+            tool,
+            argv,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            out, err = child.popen.communicate(
+                stdin.encode() if stdin is not None else None, timeout=timeout
+            )
+        except subprocess.TimeoutExpired as exc:
+            child.kill()
+            raise ToolError(f"{tool} {' '.join(args)} did not finish in {timeout:.0f} s") from exc
+        finally:
+            child.stop(5.0)
+        code = child.popen.returncode
+        result = subprocess.CompletedProcess(
+            argv, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+        )
+        if check and code != 0:
+            raise ToolError(
+                f"{tool} {' '.join(args)} exited {code}:\n"
+                f"{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+            )
+        return result
+
+
+def write_log_config(directory: Path, mode: str, log_file: Path | None = None) -> Path:
+    """Write log4j 1 (reload4j) and log4j2 configurations for a Kafka JVM.
+
+    Parameters
+    ----------
+    directory
+        Where ``log4j.properties`` and ``log4j2.yaml`` go.
+    mode
+        ``"server"``: INFO to stdout (the node's output file); ``"tool"``: WARN to stderr.
+    log_file
+        Unused; kept for symmetry with Kafka's scripts (output is redirected by the caller).
+
+    Returns
+    -------
+    Path
+        ``directory``.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    level = "INFO" if mode == "server" else "WARN"
+    target = "System.out" if mode == "server" else "System.err"
+    target2 = "SYSTEM_OUT" if mode == "server" else "SYSTEM_ERR"
+    props = (
+        f"log4j.rootLogger={level}, out\n"
+        "log4j.appender.out=org.apache.log4j.ConsoleAppender\n"
+        f"log4j.appender.out.Target={target}\n"
+        "log4j.appender.out.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+        "log4j.logger.org.apache.kafka.clients=WARN\n"
+        "log4j.logger.kafka.request.logger=WARN\n"
+        "log4j.logger.org.apache.zookeeper=WARN\n"
+    )
+    yaml = (
+        "Configuration:\n"
+        "  Appenders:\n"
+        "    Console:\n"
+        "      name: OUT\n"
+        f"      target: {target2}\n"
+        "      PatternLayout:\n"
+        '        pattern: "[%d] %p %m (%c)%n"\n'
+        "  Loggers:\n"
+        "    Root:\n"
+        f"      level: {level}\n"
+        "      AppenderRef:\n"
+        "        - ref: OUT\n"
+        "    Logger:\n"
+        "      - name: org.apache.kafka.clients\n"
+        "        level: WARN\n"
+        "      - name: kafka.request.logger\n"
+        "        level: WARN\n"
+    )
+    _write_if_changed(directory / "log4j.properties", props)
+    _write_if_changed(directory / "log4j2.yaml", yaml)
+    return directory
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+
+
+def lib_dir(version: str) -> Path:
+    """Where the jars of ``version`` live in the cache."""
+    return cache_root() / "kafka" / version / "lib"
+
+
+def fetch(version: str = DEFAULT_VERSION, *, timeout: float = 900.0) -> Kafka:
+    """Resolve Kafka ``version`` from Maven Central into the cache (no-op when complete).
+
+    Parameters
+    ----------
+    version
+        A key of :data:`VERSIONS`.
+    timeout
+        Seconds Maven may take.
+
+    Returns
+    -------
+    Kafka
+        The fetched release.
+
+    Raises
+    ------
+    FetchError
+        For an unpinned version, a missing ``mvn`` or a failed resolution.
+    """
+    if version not in VERSIONS:
+        raise FetchError(f"Kafka version {version!r} is not pinned; expected one of {list(VERSIONS)}")
+    lib = lib_dir(version)
+    if (lib / STAMP).exists():
+        return Kafka(version, lib)
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise FetchError("mvn (Apache Maven) is not on PATH; it is needed to fetch Kafka")
+    extra = VERSIONS[version]
+    staging = lib.parent / f"lib.{os.getpid()}.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    argv = [
+        mvn,
+        "-B",
+        "-q",
+        "-f",
+        str(POM),
+        f"-Dkafka.version={version}",
+        f"-Dmaven.repo.local={cache_root() / 'm2'}",
+        "-DincludeScope=runtime",
+        f"-DoutputDirectory={staging}",
+    ]
+    if "profile" in extra:
+        argv.append(f"-P{extra['profile']}")
+    argv += [f"-D{k}={v}" for k, v in extra.items() if k != "profile"]
+    argv.append("dependency:copy-dependencies")
+    started = time.monotonic()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise FetchError(f"Maven did not resolve Kafka {version} in {timeout:.0f} s") from exc
+    if done.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise FetchError(
+            f"Maven could not resolve Kafka {version} (exit {done.returncode}):\n"
+            + (done.stdout + done.stderr)[-4000:]
+        )
+    jars = sorted(p.name for p in staging.glob("*.jar"))
+    kafka = Kafka(version, staging)
+    missing = [t for t in ("kafka", "storage", "dump-log", "topics", "jmx", "mirror-maker")
+               if not any(kafka.has_class(c) for c in TOOL_CLASSES[t])]
+    if missing:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise FetchError(f"Kafka {version} classpath lacks tools {missing}")
+    shutil.rmtree(lib, ignore_errors=True)
+    staging.rename(lib)
+    stamp = {"version": version, "jars": jars, "seconds": round(time.monotonic() - started, 1)}
+    (lib / STAMP).write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
+    return Kafka(version, lib)

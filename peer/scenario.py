@@ -1,0 +1,225 @@
+"""Running scenarios into bundles, and reusing bundles already built.
+
+A scenario is a module in :mod:`peer.scenarios` with a ``NAME`` and a ``run(ctx)`` function.
+:func:`build` runs it with a :class:`ScenarioContext` (clusters, samplers and the bundle
+writer, all stopped in ``finally``) into
+``<cache>/scenarios/<kafka-version>/<name>-<hash of the scenario module source>/``. A
+``.complete`` marker written last makes the bundle reusable; a failed run leaves none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import shutil
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+from peer.bundle import BundleWriter
+from peer.cluster import Cluster, cluster_id_for
+from peer.errors import PeerError, ScenarioError
+from peer.kafka import Kafka, cache_root, fetch
+from peer.metrics import JmxSampler
+
+#: Scenario names in build order (``isr`` first: it is also the demo bundle).
+SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2")
+COMPLETE = ".complete"
+
+
+def scenario_module(name: str) -> ModuleType:
+    """The module of scenario ``name``.
+
+    Raises
+    ------
+    ScenarioError
+        For an unknown name.
+    """
+    if name not in SCENARIOS:
+        raise ScenarioError(f"unknown scenario {name!r}; expected one of {list(SCENARIOS)}")
+    return importlib.import_module(f"peer.scenarios.{name}")
+
+
+def scenario_hash(name: str) -> str:
+    """First 10 hex digits of the SHA-256 of the scenario module's source."""
+    source = inspect.getsource(scenario_module(name))
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:10]
+
+
+def bundle_dir(name: str, version: str) -> Path:
+    """Where the bundle of scenario ``name`` for Kafka ``version`` lives in the cache."""
+    return cache_root() / "scenarios" / version / f"{name}-{scenario_hash(name)}"
+
+
+def is_complete(path: Path) -> bool:
+    """Whether ``path`` is a finished bundle."""
+    return (path / COMPLETE).exists()
+
+
+class ScenarioContext:
+    """What a scenario's ``run`` works with.
+
+    Attributes
+    ----------
+    kafka
+        The release.
+    bundle
+        The bundle writer (manifest, tools, dumps).
+    work
+        Scratch directory for node homes.
+    """
+
+    def __init__(self, kafka: Kafka, bundle: BundleWriter, work: Path) -> None:
+        self.kafka = kafka
+        self.bundle = bundle
+        self.work = work
+        self.clusters: list[Cluster] = []
+        self.samplers: list[JmxSampler] = []
+        self.cleanups: list[Callable[[], None]] = []
+
+    def cluster(self, name: str, **kwargs: Any) -> Cluster:
+        """Create (not start) a cluster whose nodes are collected into the bundle."""
+        first_id = kwargs.pop("first_id", 1)
+        c = Cluster(self.kafka, self.work / name, name, first_id=first_id, **kwargs)
+        self.clusters.append(c)
+        return c
+
+    def event(self, event: str, **details: Any) -> int:
+        """Record an event in the manifest (wall-clock ms)."""
+        return self.bundle.event(event, **details)
+
+    def tool(self, tool: str, args: list[str], **kwargs: Any) -> str:
+        """Run and capture a Kafka tool (see :meth:`BundleWriter.tool`)."""
+        return self.bundle.tool(tool, args, **kwargs)
+
+    def sample(
+        self, node_id: int, what: str, jmx_url: str, object_names: list[str], **kwargs: Any
+    ) -> JmxSampler:
+        """Start a JmxTool sampler writing ``metrics/<node>-<what>.csv``."""
+        path = self.bundle.metric(f"metrics/{node_id}-{what}.csv", node_id, what)
+        sampler = JmxSampler(self.kafka, jmx_url, object_names, path, **kwargs).start()
+        self.samplers.append(sampler)
+        return sampler
+
+    def stop_samplers(self) -> None:
+        """Stop every sampler."""
+        for sampler in self.samplers:
+            sampler.stop()
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        """Sleep (scenario pacing)."""
+        time.sleep(seconds)
+
+    @staticmethod
+    def wait_until(
+        check: Callable[[], bool], *, timeout: float, interval: float = 1.0, what: str = ""
+    ) -> float:
+        """Poll ``check`` until true; returns seconds waited.
+
+        Raises
+        ------
+        ScenarioError
+            When ``timeout`` seconds pass first.
+        """
+        start = time.monotonic()
+        while True:
+            if check():
+                return time.monotonic() - start
+            if time.monotonic() - start > timeout:
+                raise ScenarioError(f"timed out after {timeout:.0f} s waiting for {what or check}")
+            time.sleep(interval)
+
+    def finish(self) -> None:
+        """Stop samplers and clusters, collect node log dirs and dump every segment."""
+        self.stop_samplers()
+        for c in self.clusters:
+            c.stop()
+        for c in self.clusters:
+            self.bundle.add_nodes(c.collect(self.bundle.root))
+        self.bundle.dump_all()
+
+    def close(self) -> None:
+        """Stop everything still running (always called, also after errors)."""
+        for fn in reversed(self.cleanups):
+            try:
+                fn()
+            except PeerError:
+                pass
+        self.stop_samplers()
+        for c in self.clusters:
+            c.__exit__(None, None, None)
+
+    def tails(self, lines: int = 30) -> str:
+        """Tails of every node's output (for failure reports)."""
+        return "\n".join(c.tails(lines) for c in self.clusters)
+
+
+def build(
+    name: str,
+    version: str,
+    *,
+    out: Path | None = None,
+    force: bool = False,
+    log: Callable[[str], None] = lambda msg: None,
+) -> Path:
+    """Build (or reuse) the bundle of scenario ``name`` for Kafka ``version``.
+
+    Parameters
+    ----------
+    name
+        One of :data:`SCENARIOS`.
+    version
+        Kafka version (fetched if needed).
+    out
+        Bundle directory; default :func:`bundle_dir`.
+    force
+        Rebuild even when a complete bundle exists.
+    log
+        Receives progress lines.
+
+    Returns
+    -------
+    Path
+        The complete bundle directory.
+
+    Raises
+    ------
+    ScenarioError
+        When the scenario fails; the message carries the node logs' tails.
+    """
+    module = scenario_module(name)
+    target = out or bundle_dir(name, version)
+    if is_complete(target) and not force:
+        log(f"{name}: reusing {target}")
+        return target
+    kafka = fetch(version)
+    shutil.rmtree(target, ignore_errors=True)
+    work = cache_root() / "work" / version / target.name
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    bundle = BundleWriter(target, getattr(module, "SCENARIO", name), kafka, cluster_id_for(name))
+    ctx = ScenarioContext(kafka, bundle, work)
+    started = time.monotonic()
+    log(f"{name}: building with Kafka {version} in {target}")
+    try:
+        module.run(ctx)
+        ctx.finish()
+    except BaseException as exc:
+        ctx.close()
+        tails = ctx.tails(40)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise ScenarioError(f"scenario {name} failed: {exc}\n{tails}") from exc
+    finally:
+        ctx.close()
+    seconds = round(time.monotonic() - started, 1)
+    bundle.manifest["build_seconds"] = seconds
+    bundle.save()
+    shutil.rmtree(work, ignore_errors=True)
+    (target / COMPLETE).write_text(f"{seconds}\n", encoding="utf-8")
+    log(f"{name}: done in {seconds} s")
+    return target
+

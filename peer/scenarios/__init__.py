@@ -1,0 +1,1 @@
+"""Incident scenarios, one module each; every module has ``NAME`` and ``run(ctx)``."""

@@ -1,0 +1,125 @@
+"""ISR shrink and expand, under min ISR (KIP-164) — also the project's demo bundle.
+
+Cluster: 3 dedicated controllers (1-3) + 3 brokers (4-6). Measured on the 2-core CI machine,
+six JVMs of 256 MiB heap format in ~6 s and start in ~10 s, so the full topology is kept
+(a single controller would hide the quorum in the demo bundle).
+
+Timeline (about 70 s of Kafka time after start-up):
+
+1. ``min.insync.replicas=2`` as static default and as dynamic cluster default; topics
+   ``orders`` (3 partitions, RF 3) and ``payments`` (2 partitions, RF 3, topic override
+   ``min.insync.replicas=3``); 2000 + 600 records produced with ``acks=all``.
+2. broker 6 hard-stopped (SIGKILL) -> its replicas leave the ISR (``replica.lag.time.max.ms``
+   3000, broker session timeout 6000); ``payments`` is under min ISR.
+3. more records to ``orders``; broker 5 hard-stopped -> ``orders`` under min ISR too.
+4. brokers 5 and 6 restarted -> ISR expands back to 3.
+
+``kafka-topics --describe`` (all, ``--under-replicated-partitions``,
+``--under-min-isr-partitions``) and ``kafka-metadata-quorum describe`` are captured at each
+step; every broker's ReplicaManager gauges are sampled over JMX each second.
+"""
+
+from __future__ import annotations
+
+from peer.scenario import ScenarioContext
+
+NAME = "isr"
+
+ISR_MBEANS = [
+    "kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount",
+    "kafka.server:type=ReplicaManager,name=AtMinIsrPartitionCount",
+    "kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions",
+    "kafka.server:type=ReplicaManager,name=PartitionCount",
+    "kafka.server:type=ReplicaManager,name=LeaderCount",
+    "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec",
+    "kafka.server:type=ReplicaManager,name=IsrExpandsPerSec",
+]
+
+SETTINGS = {
+    "min.insync.replicas": "2",
+    "replica.lag.time.max.ms": "3000",
+}
+
+
+def describe(ctx: ScenarioContext, bootstrap: str, label: str) -> None:
+    """Capture the three kafka-topics views used by the ISR analysis."""
+    ctx.event("capture", what=label)
+    base = ["--bootstrap-server", bootstrap, "--describe", "--exclude-internal"]
+    ctx.tool("topics", base)
+    ctx.tool("topics", [*base, "--under-replicated-partitions"])
+    ctx.tool("topics", [*base, "--under-min-isr-partitions"])
+
+
+def produce(ctx: ScenarioContext, bootstrap: str, topic: str, records: int, rate: int) -> None:
+    """Produce ``records`` records of 100 bytes at ``rate`` records/s with acks=all."""
+    ctx.event("produce_start", topic=topic, records=records, rate=rate, acks="all")
+    ctx.tool(
+        "producer-perf",
+        [
+            "--topic", topic, "--num-records", str(records), "--record-size", "100",
+            "--throughput", str(rate), "--producer-props", f"bootstrap.servers={bootstrap}",
+            "acks=all", "linger.ms=5", "client.id=isr-producer",
+        ],
+        timeout=120.0,
+    )
+    ctx.event("produce_end", topic=topic, records=records)
+
+
+def run(ctx: ScenarioContext) -> None:
+    """Run the ISR scenario (see the module docstring)."""
+    cluster = ctx.cluster("isr", controllers=3, brokers=3, settings=SETTINGS)
+    cluster.format()
+    ctx.event("cluster_format", cluster="isr", controllers=3, brokers=3, settings=SETTINGS)
+    cluster.start()
+    ctx.event("cluster_started", cluster="isr")
+    bs = cluster.bootstrap
+    for broker in cluster.brokers:
+        ctx.sample(broker.id, "isr", broker.jmx_url, ISR_MBEANS)
+
+    ctx.tool("configs", ["--bootstrap-server", bs, "--alter", "--entity-type", "brokers",
+                         "--entity-default", "--add-config", "min.insync.replicas=2"])
+    ctx.event("config_set", scope="cluster_default", name="min.insync.replicas", value="2")
+    ctx.tool("topics", ["--bootstrap-server", bs, "--create", "--topic", "orders",
+                        "--partitions", "3", "--replication-factor", "3"])
+    ctx.event("topic_created", topic="orders", partitions=3, replication_factor=3)
+    ctx.tool("topics", ["--bootstrap-server", bs, "--create", "--topic", "payments",
+                        "--partitions", "2", "--replication-factor", "3",
+                        "--config", "min.insync.replicas=3"])
+    ctx.event("topic_created", topic="payments", partitions=2, replication_factor=3,
+              config={"min.insync.replicas": "3"})
+    produce(ctx, bs, "orders", 2000, 1000)
+    produce(ctx, bs, "payments", 600, 600)
+    describe(ctx, bs, "baseline")
+    ctx.tool("metadata-quorum", ["--bootstrap-server", bs, "describe", "--status"])
+
+    first, second = cluster.node(6), cluster.node(5)
+    cluster.kill(first)
+    ctx.event("broker_hard_stop", node=first.id, signal="SIGKILL")
+    ctx.sleep(9)
+    describe(ctx, bs, f"after broker {first.id} stopped")
+
+    produce(ctx, bs, "orders", 500, 500)
+    cluster.kill(second)
+    ctx.event("broker_hard_stop", node=second.id, signal="SIGKILL")
+    ctx.sleep(9)
+    describe(ctx, bs, f"after broker {second.id} stopped")
+    ctx.tool("metadata-quorum", ["--bootstrap-server", bs, "describe", "--replication"])
+
+    for node in (second, first):
+        cluster.launch(node)
+        ctx.event("broker_restart", node=node.id)
+    cluster.wait_ready([second, first], timeout=120.0)
+    ctx.event("brokers_ready", nodes=[second.id, first.id])
+
+    def healed() -> bool:
+        out = ctx.tool("topics", ["--bootstrap-server", bs, "--describe", "--exclude-internal",
+                                  "--under-replicated-partitions"])
+        return not out.strip()
+
+    waited = ctx.wait_until(healed, timeout=60.0, interval=2.0, what="ISR expansion")
+    ctx.event("isr_expanded", waited_s=round(waited, 1))
+    describe(ctx, bs, "after restart")
+    ctx.tool("metadata-quorum", ["--bootstrap-server", bs, "describe", "--status"])
+    ctx.tool("metadata-quorum", ["--bootstrap-server", bs, "describe", "--replication"])
+    ctx.sleep(3)
+    ctx.event("cluster_stop", cluster="isr", clean=True)
