@@ -61,7 +61,8 @@ def test_offset_commit_v3_known_bytes_and_dump_json():
     assert (rec.record_type, rec.name, rec.key_name, rec.value_name) == (1, "OffsetCommit", "OffsetCommitKey", "OffsetCommitValue")
     assert rec.key == {"group": "g1", "topic": "orders", "partition": 0}
     assert rec.value_version == 3 and not rec.tombstone
-    assert rec.value == {"offset": 42, "leaderEpoch": 0, "metadata": "", "commitTimestamp": 1718000000000, "expireTimestamp": -1}
+    assert rec.value == {"offset": 42, "leaderEpoch": 0, "metadata": "", "commitTimestamp": 1718000000000, "expireTimestamp": -1,
+                         "topicId": "AAAAAAAAAAAAAAAAAAAAAA"}
     assert offsets_dump_key(rec) == '{"type":"1","data":{"group":"g1","topic":"orders","partition":0}}'
     assert offsets_dump_payload(rec) == '{"version":"3","data":{"offset":42,"leaderEpoch":0,"metadata":"","commitTimestamp":1718000000000}}'
     assert encode_offsets_record(1, rec.key, rec.value) == (OFFSET_KEY, value)
@@ -70,7 +71,8 @@ def test_offset_commit_v3_known_bytes_and_dump_json():
 def test_offset_commit_v0_v1_v2_v4():
     v0 = i16(0) + i64(5) + s16("m") + i64(100)
     rec = decode_offsets_record(OFFSET_KEY, v0)
-    assert rec.value == {"offset": 5, "leaderEpoch": -1, "metadata": "m", "commitTimestamp": 100, "expireTimestamp": -1}
+    assert rec.value == {"offset": 5, "leaderEpoch": -1, "metadata": "m", "commitTimestamp": 100, "expireTimestamp": -1,
+                         "topicId": "AAAAAAAAAAAAAAAAAAAAAA"}
     v1 = i16(1) + i64(5) + s16("m") + i64(100) + i64(200)
     assert decode_offsets_record(OFFSET_KEY, v1).value["expireTimestamp"] == 200
     assert offsets_dump_payload(decode_offsets_record(OFFSET_KEY, v1)) == (
@@ -174,7 +176,7 @@ def test_consumer_group_metadata_known_bytes_with_newer_tags():
     rec = decode_offsets_record(key, value)
     assert rec.error is None and rec.name == "ConsumerGroupMetadata"
     assert rec.key == {"groupId": "cg"}
-    assert rec.value == {"epoch": 4, "metadataHash": 77, "creationTimeMs": -1}
+    assert rec.value == {"epoch": 4, "metadataHash": 77}
     assert rec.unknown_tags == {5: b"\x00"}
     assert offsets_dump_payload(rec) == '{"version":"0","data":{"epoch":4,"metadataHash":77}}'
     assert encode_offsets_record(3, rec.key, rec.value, 0, rec.unknown_tags) == (key, value)
@@ -205,7 +207,7 @@ def test_transaction_log_v0_and_v1():
                          "transactionTimeoutMs": 60000, "transactionStatus": 1,
                          "transactionPartitions": [{"topic": "orders", "partitionIds": [0, 1]}],
                          "transactionLastUpdateTimestampMs": 1718000000100, "transactionStartTimestampMs": 1718000000000,
-                         "clientTransactionVersion": 0}
+                         "clientTransactionVersion": 0, "nextProducerEpoch": -1}
     assert encode_transaction_record(rec.key, rec.value, 0) == (key, v0)
     assert offsets_dump_key(rec) == '{"type":"0","data":{"transactionalId":"tx-1"}}'
     v1 = (i16(1) + i64(1000) + i16(2) + i32(60000) + b"\x04" + b"\x00" + i64(5) + i64(6)
@@ -225,14 +227,19 @@ def test_transaction_log_v0_and_v1():
 def test_share_state_records():
     k, v = encode_share_state_record("ShareSnapshot", {"groupId": "sg", "topicId": U1_TEXT, "partition": 1},
                                      {"snapshotEpoch": 1, "stateEpoch": 2, "leaderEpoch": 3, "startOffset": 4,
+                                      "createTimestamp": 5, "writeTimestamp": 6,
                                       "stateBatches": [{"firstOffset": 4, "lastOffset": 9, "deliveryState": 2, "deliveryCount": 1}]})
     assert k == i16(0) + s16("sg") + U1 + i32(1)
+    assert v == (i16(0) + i32(1) + i32(2) + i32(3) + i64(4) + i64(5) + i64(6)
+                 + b"\x02" + i64(4) + i64(9) + b"\x02" + i16(1) + b"\x00" + b"\x00")
     rec = decode_share_state_record(k, v)
     assert rec.error is None and rec.value["stateBatches"][0]["lastOffset"] == 9
+    assert rec.value["deliveryCompleteCount"] == -1
     upd_key = i16(1) + s16("sg") + U1 + i32(1)
-    upd = i16(1) + i16(1) + i32(3) + i64(10) + b"\x01" + b"\x00"
+    upd = i16(0) + i32(1) + i32(3) + i64(10) + b"\x01" + b"\x01\x00\x04" + i32(7)  # DeliveryCompleteCount tag
     rec = decode_share_state_record(upd_key, upd)
     assert rec.error is None and rec.name == "ShareUpdate" and rec.value["startOffset"] == 10
+    assert rec.value["deliveryCompleteCount"] == 7
 
 
 @pytest.mark.parametrize(

@@ -87,6 +87,7 @@ _OFFSET_VALUE = _value("OffsetCommitValue", 1, [
     F("metadata", "string"),
     F("commitTimestamp", "int64"),
     F("expireTimestamp", "int64", versions="1", default=-1, ignorable=True),
+    F("topicId", "uuid", versions="4+", tag=0, tagged_versions="4+", ignorable=True),
 ], versions=(0, 4), flexible="4+")
 
 _MEMBER_METADATA = (
@@ -119,7 +120,11 @@ _TOPIC_PARTITION_METADATA = (
     )),
 )
 _TOPIC_PARTITIONS = (F("TopicId", "uuid"), F("Partitions", "[]int32"))
+_ASSIGNMENT_EPOCHS = F("AssignmentEpochs", "[]int32", nullable="0+", tag=0, tagged_versions="0+")
+_TOPIC_PARTITIONS_EPOCHS = (*_TOPIC_PARTITIONS, _ASSIGNMENT_EPOCHS)
 _TASK_IDS = (F("SubtopologyId", "string"), F("Partitions", "[]int32"))
+_TASK_IDS_EPOCHS = (*_TASK_IDS, _ASSIGNMENT_EPOCHS)
+_ASSIGNMENT_TIMESTAMP = F("AssignmentTimestamp", "int64", tag=0, tagged_versions="0+", default=0, ignorable=True)
 _STREAMS_TOPIC_INFO = (
     F("Name", "string"),
     F("Partitions", "int32"),
@@ -144,9 +149,7 @@ _OFFSETS_TYPES = [
     RecordType(2, "GroupMetadata", _key("GroupMetadataKey", 2, [F("group", "string", versions="0")]), _GROUP_VALUE, 3),
     _rt(3, "ConsumerGroupMetadata", _GROUP, [
         F("Epoch", "int32"),
-        # newer trunk (4.1 KIP-1101, KIP-1282): tagged, skipped as unknown by older readers
-        F("MetadataHash", "int64", tag=0, tagged_versions="0+", default=0),
-        F("CreationTimeMs", "int64", tag=1, tagged_versions="0+", default=-1),
+        F("MetadataHash", "int64", tag=0, tagged_versions="0+", default=0),  # 4.1+, KIP-1101
     ]),
     _rt(4, "ConsumerGroupPartitionMetadata", _GROUP, [
         F("Topics", "[]TopicMetadata", fields=_TOPIC_PARTITION_METADATA),
@@ -160,12 +163,12 @@ _OFFSETS_TYPES = [
         F("SubscribedTopicRegex", "string", nullable="0+"),
         F("RebalanceTimeoutMs", "int32", default=-1),
         F("ServerAssignor", "string", nullable="0+"),
-        F("ClassicMemberMetadata", "ClassicMemberMetadata", nullable="0+", tag=0, tagged_versions="0+", default=None, fields=(
+        F("ClassicMemberMetadata", "ClassicMemberMetadata", nullable="0+", tag=0, tagged_versions="0+", fields=(
             F("SessionTimeoutMs", "int32"),
             F("SupportedProtocols", "[]ClassicProtocol", fields=(F("Name", "string"), F("Metadata", "bytes"))),
         )),
     ]),
-    _rt(6, "ConsumerGroupTargetAssignmentMetadata", _GROUP, [F("AssignmentEpoch", "int32")]),
+    _rt(6, "ConsumerGroupTargetAssignmentMetadata", _GROUP, [F("AssignmentEpoch", "int32"), _ASSIGNMENT_TIMESTAMP]),
     _rt(7, "ConsumerGroupTargetAssignmentMember", _GROUP_MEMBER, [
         F("TopicPartitions", "[]TopicPartition", fields=_TOPIC_PARTITIONS),
     ]),
@@ -173,10 +176,11 @@ _OFFSETS_TYPES = [
         F("MemberEpoch", "int32"),
         F("PreviousMemberEpoch", "int32"),
         F("State", "int8"),
-        F("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
-        F("PartitionsPendingRevocation", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
+        F("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS_EPOCHS),
+        F("PartitionsPendingRevocation", "[]TopicPartitions", fields=_TOPIC_PARTITIONS_EPOCHS),
     ]),
-    # KIP-932 share groups (4.0 preview schemas; may differ in later releases)
+    # KIP-932 share groups: layouts of Kafka 4.3/4.4 (the 4.0 preview differed; type 9 is the
+    # 4.0 preview record, removed later)
     _rt(9, "ShareGroupPartitionMetadata", _GROUP, [F("Topics", "[]TopicMetadata", fields=_TOPIC_PARTITION_METADATA)]),
     _rt(10, "ShareGroupMemberMetadata", _GROUP_MEMBER, [
         F("RackId", "string", nullable="0+"),
@@ -184,8 +188,8 @@ _OFFSETS_TYPES = [
         F("ClientHost", "string"),
         F("SubscribedTopicNames", "[]string"),
     ]),
-    _rt(11, "ShareGroupMetadata", _GROUP, [F("Epoch", "int32")]),
-    _rt(12, "ShareGroupTargetAssignmentMetadata", _GROUP, [F("AssignmentEpoch", "int32")]),
+    _rt(11, "ShareGroupMetadata", _GROUP, [F("Epoch", "int32"), F("MetadataHash", "int64")]),
+    _rt(12, "ShareGroupTargetAssignmentMetadata", _GROUP, [F("AssignmentEpoch", "int32"), _ASSIGNMENT_TIMESTAMP]),
     _rt(13, "ShareGroupTargetAssignmentMember", _GROUP_MEMBER, [
         F("TopicPartitions", "[]TopicPartition", fields=_TOPIC_PARTITIONS),
     ]),
@@ -196,6 +200,9 @@ _OFFSETS_TYPES = [
         F("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
     ]),
     _rt(15, "ShareGroupStatePartitionMetadata", _GROUP, [
+        F("InitializingTopics", "[]TopicPartitionsInfo", fields=(
+            F("TopicId", "uuid"), F("TopicName", "string"), F("Partitions", "[]int32"),
+        )),
         F("InitializedTopics", "[]TopicPartitionsInfo", fields=(
             F("TopicId", "uuid"), F("TopicName", "string"), F("Partitions", "[]int32"),
         )),
@@ -208,8 +215,17 @@ _OFFSETS_TYPES = [
         F("Version", "int64"),
         F("Timestamp", "int64"),
     ]),
-    # KIP-1071 streams groups (early-access schemas; may differ in later releases)
-    _rt(17, "StreamsGroupMetadata", _GROUP, [F("Epoch", "int32")]),
+    # KIP-1071 streams groups: layouts of Kafka 4.3/4.4 (type 18 is from the early-access
+    # schema of Dec 2024, removed later)
+    _rt(17, "StreamsGroupMetadata", _GROUP, [
+        F("Epoch", "int32"),
+        F("MetadataHash", "int64"),
+        F("ValidatedTopologyEpoch", "int32", tag=0, tagged_versions="0+", default=-1),
+        F("LastAssignmentConfigs", "[]LastAssignmentConfig", nullable="0+", tag=1, tagged_versions="0+",
+          fields=(F("Key", "string"), F("Value", "string"))),
+        F("StoredDescriptionTopologyEpoch", "int32", tag=2, tagged_versions="0+", default=-1),
+        F("FailedDescriptionTopologyEpoch", "int32", tag=3, tagged_versions="0+", default=-1),
+    ]),
     _rt(18, "StreamsGroupPartitionMetadata", _GROUP, [F("Topics", "[]TopicMetadata", fields=_TOPIC_PARTITION_METADATA)]),
     _rt(19, "StreamsGroupMemberMetadata", _GROUP_MEMBER, [
         F("InstanceId", "string", nullable="0+"),
@@ -222,7 +238,7 @@ _OFFSETS_TYPES = [
         F("UserEndpoint", "Endpoint", nullable="0+", default=None, fields=(F("Host", "string"), F("Port", "uint16"))),
         F("ClientTags", "[]KeyValue", fields=(F("Key", "string"), F("Value", "string"))),
     ]),
-    _rt(20, "StreamsGroupTargetAssignmentMetadata", _GROUP, [F("AssignmentEpoch", "int32")]),
+    _rt(20, "StreamsGroupTargetAssignmentMetadata", _GROUP, [F("AssignmentEpoch", "int32"), _ASSIGNMENT_TIMESTAMP]),
     _rt(21, "StreamsGroupTargetAssignmentMember", _GROUP_MEMBER, [
         F("ActiveTasks", "[]TaskIds", fields=_TASK_IDS),
         F("StandbyTasks", "[]TaskIds", fields=_TASK_IDS),
@@ -232,12 +248,12 @@ _OFFSETS_TYPES = [
         F("MemberEpoch", "int32"),
         F("PreviousMemberEpoch", "int32"),
         F("State", "int8"),
-        F("ActiveTasks", "[]TaskIds", fields=_TASK_IDS),
-        F("StandbyTasks", "[]TaskIds", fields=_TASK_IDS),
-        F("WarmupTasks", "[]TaskIds", fields=_TASK_IDS),
-        F("ActiveTasksPendingRevocation", "[]TaskIds", fields=_TASK_IDS),
-        F("StandbyTasksPendingRevocation", "[]TaskIds", fields=_TASK_IDS),
-        F("WarmupTasksPendingRevocation", "[]TaskIds", fields=_TASK_IDS),
+        F("ActiveTasks", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
+        F("StandbyTasks", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
+        F("WarmupTasks", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
+        F("ActiveTasksPendingRevocation", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
+        F("StandbyTasksPendingRevocation", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
+        F("WarmupTasksPendingRevocation", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
     ]),
     _rt(23, "StreamsGroupTopology", _GROUP, [
         F("Epoch", "int32"),
@@ -253,12 +269,6 @@ _OFFSETS_TYPES = [
                 F("SourceTopicRegex", "[]int16"),
                 F("RepartitionSourceTopics", "[]int16"),
             )),
-        )),
-    ]),
-    _rt(24, "StreamsGroupTargetAssignmentResolvedTopicIds", _GROUP, [
-        F("AssignmentEpoch", "int32"),
-        F("ResolvedTopicIdsBySubtopology", "[]SubtopologyTopicIds", fields=(
-            F("SubtopologyId", "string"), F("TopicIds", "[]uuid"),
         )),
     ]),
 ]
@@ -279,6 +289,7 @@ TRANSACTION_RECORD_TYPES: dict[int, RecordType] = {
             F("PreviousProducerId", "int64", versions="1+", tag=0, tagged_versions="1+", default=-1),
             F("NextProducerId", "int64", versions="1+", tag=1, tagged_versions="1+", default=-1),
             F("ProducerEpoch", "int16"),
+            F("NextProducerEpoch", "int16", versions="1+", tag=3, tagged_versions="1+", default=-1),
             F("TransactionTimeoutMs", "int32"),
             F("TransactionStatus", "int8"),
             F("TransactionPartitions", "[]PartitionsSchema", nullable="0+", fields=(
@@ -297,26 +308,31 @@ TRANSACTION_STATUS = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareA
                       5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
 
 _STATE_BATCH = (F("FirstOffset", "int64"), F("LastOffset", "int64"), F("DeliveryState", "int8"), F("DeliveryCount", "int16"))
-_SHARE_KEY = [F("GroupId", "string"), F("TopicId", "uuid"), F("Partition", "int32")]
+_SHARE_KEY = [F("GroupId", "string", versions="0"), F("TopicId", "uuid", versions="0"), F("Partition", "int32", versions="0")]
+_DELIVERY_COMPLETE_COUNT = F("DeliveryCompleteCount", "int32", tag=0, tagged_versions="0+", default=-1)
 
-# KIP-932 preview: the 4.0 code wrote ShareUpdateValue with version 1 although the schema
-# declared only version 0, so both versions are read with the same layout here.
+# Layouts of Kafka 4.3/4.4. The 4.0 preview used other layouts (uint16 SnapshotEpoch, no
+# timestamps) that are not decoded here.
 SHARE_STATE_RECORD_TYPES: dict[int, RecordType] = {
     0: RecordType(0, "ShareSnapshot", _key("ShareSnapshotKey", 0, _SHARE_KEY), _value("ShareSnapshotValue", 0, [
-        F("SnapshotEpoch", "uint16"),
+        F("SnapshotEpoch", "int32"),
         F("StateEpoch", "int32"),
         F("LeaderEpoch", "int32"),
         F("StartOffset", "int64"),
+        _DELIVERY_COMPLETE_COUNT,
+        F("CreateTimestamp", "int64"),
+        F("WriteTimestamp", "int64"),
         F("StateBatches", "[]StateBatch", fields=_STATE_BATCH),
-    ], versions=(0, 1)), 0),
-    1: RecordType(1, "ShareUpdate", _key("ShareUpdateKey", 1, _SHARE_KEY, versions=(0, 1)), _value("ShareUpdateValue", 1, [
-        F("SnapshotEpoch", "uint16"),
+    ]), 0),
+    1: RecordType(1, "ShareUpdate", _key("ShareUpdateKey", 1, _SHARE_KEY), _value("ShareUpdateValue", 1, [
+        F("SnapshotEpoch", "int32"),
         F("LeaderEpoch", "int32"),
         F("StartOffset", "int64"),
+        _DELIVERY_COMPLETE_COUNT,
         F("StateBatches", "[]StateBatch", fields=_STATE_BATCH),
-    ], versions=(0, 1)), 0),
+    ]), 0),
 }
-"""``__share_group_state`` record types (preview schemas)."""
+"""``__share_group_state`` record types."""
 
 # ---------------------------------------------------------------------------------------------
 # ConsumerProtocol blobs (reference §6.6)
@@ -325,7 +341,8 @@ _TOPIC_PARTITION = (F("Topic", "string"), F("Partitions", "[]int32"))
 CONSUMER_SUBSCRIPTION = Schema("ConsumerProtocolSubscription", None, (0, 3), "none", [
     F("Topics", "[]string"),
     F("UserData", "bytes", nullable="0+", default=None),
-    F("OwnedPartitions", "[]TopicPartition", versions="1+", ignorable=True, fields=_TOPIC_PARTITION),
+    F("OwnedPartitions", "[]TopicPartition", versions="1+", ignorable=True,
+      fields=(F("Topic", "string", versions="1+"), F("Partitions", "[]int32", versions="1+"))),
     F("GenerationId", "int32", versions="2+", default=-1, ignorable=True),
     F("RackId", "string", versions="3+", nullable="3+", default=None, ignorable=True),
 ], type="data")
@@ -553,13 +570,13 @@ def encode_transaction_record(key: dict, value: dict | None, value_version: int 
 
 
 def decode_share_state_record(key: bytes | memoryview | None, value: bytes | memoryview | None) -> CoordinatorRecord:
-    """Decode a ``__share_group_state`` record (preview schemas; never raises for bad bytes)."""
+    """Decode a ``__share_group_state`` record (never raises for bad bytes)."""
     return _decode_coordinator(key, value, SHARE_STATE_RECORD_TYPES)
 
 
 def encode_share_state_record(record_type: int | str, key: dict, value: dict | None,
                               value_version: int = 0) -> tuple[bytes, bytes | None]:
-    """Encode a ``__share_group_state`` record (preview schemas)."""
+    """Encode a ``__share_group_state`` record."""
     return _encode_coordinator(SHARE_STATE_RECORD_TYPES, record_type, key, value, value_version, None)
 
 

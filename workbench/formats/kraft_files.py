@@ -223,7 +223,7 @@ QUORUM_STATE_SCHEMA = Schema("QuorumStateData", None, (0, 1), "0+", [
     F("VotedId", "int32", default=-1),
     F("VotedDirectoryId", "uuid", versions="1+"),
     F("AppliedOffset", "int64", versions="0"),
-    F("CurrentVoters", "[]Voter", versions="0", nullable="0", default=None, fields=(F("VoterId", "int32"),)),
+    F("CurrentVoters", "[]Voter", versions="0", nullable="0", fields=(F("VoterId", "int32", versions="0"),)),
 ], type="data")
 """The ``QuorumStateData`` layout whose JSON rendering is the ``quorum-state`` file."""
 

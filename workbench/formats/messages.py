@@ -505,8 +505,12 @@ _FIXED_READERS: dict[str, Reader] = {
 }
 
 
-def _value_reader(f: Field, version: int, flexible: bool, element: bool = False) -> Reader:
-    """Reader of one value of field ``f`` (of its element when ``element``)."""
+def _value_reader(f: Field, version: int, flexible: bool, element: bool = False, tagged: bool = False) -> Reader:
+    """Reader of one value of field ``f`` (of its element when ``element``).
+
+    A nullable struct starts with a presence marker: an int8 (-1 null, 1 present) in the
+    body, a uvarint (0 null, 1 present) when the struct is a tagged field's value.
+    """
     t = f.element_type if element else f.type
     nullable = VersionRange.parse(f.nullable)
     if not element and f.is_array:
@@ -520,6 +524,16 @@ def _value_reader(f: Field, version: int, flexible: bool, element: bool = False)
     struct_read = _struct_reader(f.fields, version, flexible)
     if element or not nullable.contains(version):
         return struct_read
+
+    if tagged:
+
+        def read_tagged_nullable_struct(buf: Any, pos: int) -> tuple[Any, int]:
+            marker, p = _uvarint(buf, pos)
+            if marker == 0:
+                return None, p
+            return struct_read(buf, p)
+
+        return read_tagged_nullable_struct
 
     def read_nullable_struct(buf: Any, pos: int) -> tuple[Any, int]:
         marker, p = _FIXED_READERS["int8"](buf, pos)
@@ -583,7 +597,7 @@ def _plan(fields: tuple[Field, ...], version: int, flexible: bool) -> _StructPla
         if not VersionRange.parse(f.versions).contains(version):
             continue
         if flexible and f.tag is not None and VersionRange.parse(f.tagged_versions).contains(version):
-            tagged[f.tag] = (f, _value_reader(f, version, True))
+            tagged[f.tag] = (f, _value_reader(f, version, True, tagged=True))
         else:
             present.append((f, _value_reader(f, version, flexible)))
     return plan
@@ -704,7 +718,9 @@ def _write_length(out: bytearray, n: int, flexible: bool, wide: bool) -> None:
         out += _I16.pack(n)
 
 
-def _write_value(out: bytearray, f: Field, value: Any, version: int, flexible: bool, element: bool = False) -> None:
+def _write_value(
+    out: bytearray, f: Field, value: Any, version: int, flexible: bool, element: bool = False, tagged: bool = False
+) -> None:
     t = f.element_type if element else f.type
     nullable = VersionRange.parse(f.nullable).contains(version) and not element
     if not element and f.is_array:
@@ -764,12 +780,12 @@ def _write_value(out: bytearray, f: Field, value: Any, version: int, flexible: b
         if value is None:
             if not nullable:
                 raise ConfigError(f"field {f.name} is not nullable in version {version}")
-            out += _I8.pack(-1)
+            out += b"\x00" if tagged else _I8.pack(-1)
             return
         if not isinstance(value, dict):
             raise ConfigError(f"field {f.name}: expected a dict for struct {t}, got {value!r}")
         if nullable:
-            out += _I8.pack(1)
+            out += b"\x01" if tagged else _I8.pack(1)
         _write_struct(out, f.fields, value, value.get(UNKNOWN_TAGS_KEY) or {}, version, flexible, f.name)
 
 
@@ -803,7 +819,7 @@ def _write_struct(
             if _equals_default(f, value):
                 continue
             buf = bytearray()
-            _write_value(buf, f, value, version, True)
+            _write_value(buf, f, value, version, True, tagged=True)
             tagged[f.tag] = bytes(buf)
             continue
         _write_value(out, f, value, version, flexible)
