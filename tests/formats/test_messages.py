@@ -243,3 +243,100 @@ def test_invalid_utf8_is_replaced_not_fatal():
     schema = Schema("S", 0, (0, 0), "0+", [Field("Name", "string")])
     values, _, _ = decode(schema, 0, b"\x03\xff\xfe\x00")
     assert values["name"] == "\ufffd\ufffd"
+
+
+# ---------------------------------------------------------------------------------------------
+# the built-in layouts against Kafka's own schema files (when Kafka jars are cached locally)
+
+import glob  # noqa: E402
+import os  # noqa: E402
+import zipfile  # noqa: E402
+
+from workbench.formats.messages import layout_differences, schema_from_kafka_json  # noqa: E402
+
+_M2 = os.path.expanduser(os.environ.get("KAFKA_WORKBENCH_M2", "~/.cache/kafka-workbench/m2"))
+
+
+def _version_key(text: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else 0 for p in text.replace("-", ".").split("."))
+
+
+def _kafka_schemas() -> dict[str, tuple[str, Schema]]:
+    """Newest Kafka schema of every message name found in the cached jars: name -> (release, schema)."""
+    found: dict[str, tuple[str, Schema]] = {}
+    jars = glob.glob(os.path.join(_M2, "org/apache/kafka/*/*/*.jar"))
+    for jar in sorted(jars, key=lambda j: _version_key(os.path.basename(os.path.dirname(j)))):
+        if jar.endswith(("-test.jar", "-sources.jar", "-javadoc.jar")):
+            continue
+        release = os.path.basename(os.path.dirname(jar))
+        try:
+            with zipfile.ZipFile(jar) as z:
+                for name in z.namelist():
+                    if not (name.endswith(".json") and ("message/" in name or "metadata/" in name)):
+                        continue
+                    try:
+                        schema = schema_from_kafka_json(z.read(name).decode("utf-8"))
+                    except (ConfigError, UnicodeDecodeError, KeyError, TypeError):
+                        continue
+                    found[schema.name] = (release, schema)
+        except zipfile.BadZipFile:
+            continue
+    return found
+
+
+def _our_layouts() -> list[Schema]:
+    from workbench.formats import coordinator
+    from workbench.formats.control import CONTROL_SCHEMAS
+    from workbench.formats.kraft_files import QUORUM_STATE_SCHEMA
+    from workbench.formats.metadata import METADATA_SCHEMAS
+    from workbench.formats.remote import REMOTE_SCHEMAS
+
+    layouts = [*METADATA_SCHEMAS.values(), *CONTROL_SCHEMAS.values(), *REMOTE_SCHEMAS.values(), QUORUM_STATE_SCHEMA,
+               coordinator.CONSUMER_SUBSCRIPTION, coordinator.CONSUMER_ASSIGNMENT]
+    for registry in (coordinator.OFFSETS_RECORD_TYPES, coordinator.TRANSACTION_RECORD_TYPES, coordinator.SHARE_STATE_RECORD_TYPES):
+        for rt in registry.values():
+            layouts += [rt.key, rt.value]
+    unique: dict[str, Schema] = {}
+    for s in layouts:
+        unique.setdefault(s.name, s)
+    return list(unique.values())
+
+
+# Modelled differently on purpose, or no longer in any release we can check
+_NOT_IN_KAFKA = {
+    "EndTxnMarker",  # the int16 version prefix is modelled as a "Version" field
+    "ShareGroupPartitionMetadataKey", "ShareGroupPartitionMetadataValue",  # 4.0 preview, removed
+    "StreamsGroupPartitionMetadataKey", "StreamsGroupPartitionMetadataValue",  # early access, removed
+}
+
+
+def test_schema_from_kafka_json_resolves_common_structs():
+    s = schema_from_kafka_json({
+        "name": "X", "validVersions": "0-1", "flexibleVersions": "1+", "type": "data",
+        "fields": [{"name": "Items", "type": "[]Item", "versions": "0+"},
+                   {"name": "Flag", "type": "bool", "versions": "1+", "default": "true", "taggedVersions": "1+", "tag": "2"}],
+        "commonStructs": [{"name": "Item", "versions": "0+", "fields": [{"name": "Id", "type": "int32", "versions": "0+", "default": "-1"}]}],
+    })
+    assert s.valid_versions == (0, 1) and s.fields[0].fields[0].default == -1
+    assert s.fields[1].tag == 2 and s.fields[1].default is True
+    with pytest.raises(ConfigError):
+        schema_from_kafka_json("{not json")
+
+
+def test_layouts_match_kafka_schema_files():
+    kafka = _kafka_schemas()
+    if not kafka:
+        pytest.skip(f"no Kafka jars under {_M2}")
+    problems = []
+    checked = 0
+    for ours in _our_layouts():
+        if ours.name in _NOT_IN_KAFKA:
+            continue
+        if ours.name not in kafka:
+            problems.append(f"{ours.name}: not found in any cached Kafka jar")
+            continue
+        release, theirs = kafka[ours.name]
+        problems += [f"[{release}] {d}" for d in layout_differences(ours, theirs)]
+        checked += 1
+    assert not problems, "\n".join(problems)
+    assert checked >= 60

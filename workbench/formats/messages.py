@@ -61,6 +61,8 @@ __all__ = [
     "to_json",
     "to_json_value",
     "dumps_json",
+    "layout_differences",
+    "schema_from_kafka_json",
 ]
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -981,3 +983,129 @@ def dumps_json(value: Any) -> str:
     parts: list[str] = []
     _dump(value, parts)
     return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kafka's own JSON schema files
+
+
+def _kafka_default(type_name: str, value: Any) -> Any:
+    if value is None or value == "":
+        return TYPE_DEFAULT
+    if value == "null":
+        return None
+    if type_name == "bool":
+        return value in (True, "true")
+    if type_name in _INT_RANGES:
+        return int(value, 0) if isinstance(value, str) else int(value)
+    if type_name == "float64":
+        return float(value)
+    return value
+
+
+def _kafka_fields(items: list[dict], common: dict[str, list[dict]]) -> tuple[Field, ...]:
+    out = []
+    for item in items:
+        type_name = item["type"]
+        sub = item.get("fields")
+        base = type_name[2:] if type_name.startswith("[]") else type_name
+        if sub is None and base in common:
+            sub = common[base]
+        out.append(Field(
+            name=item["name"],
+            type=type_name,
+            versions=item.get("versions") or item.get("taggedVersions") or "none",
+            nullable=item.get("nullableVersions", "none"),
+            tag=None if item.get("tag") is None else int(item["tag"]),
+            tagged_versions=item.get("taggedVersions", "none"),
+            default=_kafka_default(type_name, item.get("default")),
+            fields=_kafka_fields(sub, common) if sub else (),
+            ignorable=bool(item.get("ignorable", False)),
+        ))
+    return tuple(out)
+
+
+def schema_from_kafka_json(source: str | dict) -> Schema:
+    """Build a :class:`Schema` from one of Kafka's JSON message definitions.
+
+    Kafka ships them in its jars (``common/metadata/*.json``, ``common/message/*.json``);
+    ``//`` comment lines are allowed. This lets a newer record layout be loaded at run time
+    and lets the built-in tables be checked against a given Kafka release.
+
+    Examples
+    --------
+    >>> s = schema_from_kafka_json('''// comment
+    ... {"apiKey": 12, "type": "metadata", "name": "FeatureLevelRecord", "validVersions": "0",
+    ...  "flexibleVersions": "0+", "fields": [
+    ...   {"name": "Name", "type": "string", "versions": "0+"},
+    ...   {"name": "FeatureLevel", "type": "int16", "versions": "0+"}]}''')
+    >>> s.name, s.valid_versions, [f.json_name for f in s.fields]
+    ('FeatureLevelRecord', (0, 0), ['name', 'featureLevel'])
+    """
+    if isinstance(source, str):
+        text = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
+        try:
+            source = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"not a Kafka message schema: {exc}") from exc
+    if not isinstance(source, dict) or "name" not in source or "fields" not in source:
+        raise ConfigError("not a Kafka message schema: expected an object with name and fields")
+    valid = VersionRange.parse(str(source.get("validVersions", "0")))
+    common = {c["name"]: c["fields"] for c in source.get("commonStructs", [])}
+    return Schema(
+        name=source["name"],
+        api_key=source.get("apiKey"),
+        valid_versions=(valid.low, valid.high),
+        flexible=source.get("flexibleVersions", "none"),
+        fields=_kafka_fields(source["fields"], common),
+        type=source.get("type", "data"),
+    )
+
+
+def _range_text(text: str) -> str:
+    r = VersionRange.parse(text)
+    return "none" if r.empty else f"{r.low}-{r.high}"
+
+
+def _field_differences(mine: tuple[Field, ...], theirs: tuple[Field, ...], path: str) -> list[str]:
+    out: list[str] = []
+    if [f.name for f in mine] != [f.name for f in theirs]:
+        out.append(f"{path}: fields {[f.name for f in mine]} != {[f.name for f in theirs]}")
+    by_name = {f.name: f for f in theirs}
+    for a in mine:
+        b = by_name.get(a.name)
+        if b is None:
+            continue
+        where = f"{path}.{a.name}"
+        pairs = [
+            ("type", a.type, b.type),
+            ("versions", _range_text(a.versions), _range_text(b.versions)),
+            ("nullable", _range_text(a.nullable), _range_text(b.nullable)),
+            ("tag", a.tag, b.tag),
+            ("tagged_versions", _range_text(a.tagged_versions), _range_text(b.tagged_versions)),
+            ("default", a.default, b.default),
+            ("ignorable", a.ignorable, b.ignorable),
+        ]
+        out.extend(f"{where}: {what} {x!r} != {y!r}" for what, x, y in pairs if x != y)
+        out.extend(_field_differences(a.fields, b.fields, where))
+    return out
+
+
+def layout_differences(mine: Schema, theirs: Schema) -> list[str]:
+    """Human-readable differences between two layouts (empty when they encode alike).
+
+    Examples
+    --------
+    >>> a = Schema("T", 1, (0, 1), "0+", [Field("A", "int32")])
+    >>> layout_differences(a, Schema("T", 1, (0, 2), "0+", [Field("A", "int64")]))
+    ['T: valid_versions (0, 1) != (0, 2)', "T.A: type 'int32' != 'int64'"]
+    """
+    out: list[str] = []
+    if mine.api_key != theirs.api_key:
+        out.append(f"{mine.name}: api_key {mine.api_key} != {theirs.api_key}")
+    if tuple(mine.valid_versions) != tuple(theirs.valid_versions):
+        out.append(f"{mine.name}: valid_versions {tuple(mine.valid_versions)} != {tuple(theirs.valid_versions)}")
+    if _range_text(mine.flexible) != _range_text(theirs.flexible):
+        out.append(f"{mine.name}: flexible {mine.flexible!r} != {theirs.flexible!r}")
+    out.extend(_field_differences(mine.fields, theirs.fields, mine.name))
+    return out
