@@ -265,7 +265,7 @@ class _Reader:
 
     def __init__(self, f: BinaryIO, start: int) -> None:
         self.f = f
-        self.buf = b""
+        self.buf = bytearray()
         self.mv = memoryview(self.buf)
         self.eof = False
         self.size: int | None = None
@@ -293,7 +293,7 @@ class _Reader:
                 return
             n -= len(piece)
 
-    def view(self, pos: int, n: int) -> tuple[bytes, memoryview, int]:
+    def view(self, pos: int, n: int) -> tuple[bytearray, memoryview, int]:
         buf = self.buf
         off = pos - self.base
         if off < 0:  # the reader only moves forward; this is a bug, not bad input
@@ -301,26 +301,35 @@ class _Reader:
         if off + n <= len(buf) or (self.eof and off <= len(buf)):
             return buf, self.mv, off
         if off > len(buf):  # jump beyond the window: skip the bytes in between
-            self.buf = buf = b""
             self._discard(off - len(buf))
-            keep = b""
+            keep = 0
         else:
-            keep = buf[off:]
-        need = n - len(keep)
-        parts = [keep]
-        got = 0
+            keep = len(buf) - off
+        need = n - keep
         want = max(need, CHUNK_SIZE)
-        while got < need and not self.eof:
-            piece = self.f.read(want - got)
-            if not piece:
+        # a fresh buffer per refill: batches handed out keep views of the old one
+        new = bytearray(keep + want)
+        if keep:
+            new[:keep] = self.mv[off:]
+        filled = keep
+        readinto = getattr(self.f, "readinto", None)
+        while filled - keep < need and not self.eof:
+            if readinto is not None:
+                got = readinto(memoryview(new)[filled:])
+            else:
+                piece = self.f.read(len(new) - filled)
+                got = len(piece)
+                new[filled : filled + got] = piece
+            if not got:
                 self.eof = True
                 break
-            parts.append(piece)
-            got += len(piece)
-        self.buf = b"".join(parts)
-        self.mv = memoryview(self.buf)
+            filled += got
+        if filled < len(new):
+            del new[filled:]
+        self.buf = new
+        self.mv = memoryview(new)
         self.base = pos
-        return self.buf, self.mv, 0
+        return new, self.mv, 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -363,7 +372,7 @@ def _verify(r: _Reader, cand: int, budget: list[int]) -> bool:
     return _legacy_layout_ok(buf, off, size, hdr)
 
 
-def _legacy_layout_ok(buf: bytes, off: int, size: int, hdr: int) -> bool:
+def _legacy_layout_ok(buf: bytes | bytearray, off: int, size: int, hdr: int) -> bool:
     p = off + hdr
     end = off + size
     if p + 4 > end:
@@ -623,7 +632,7 @@ def read_batches(
 
 
 def _legacy_batch(path: str, pos: int, offset: int, size: int, magic: int, stored: int, ok: bool,
-                  buf: bytes, mv: memoryview, off: int) -> Batch:
+                  buf: bytes | bytearray, mv: memoryview, off: int) -> Batch:
     attrs = buf[off + 17]
     if magic == 1:
         ts = _I64.unpack_from(buf, off + 18)[0]
