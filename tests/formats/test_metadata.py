@@ -439,3 +439,81 @@ def test_random_bodies_after_valid_frames_never_raise(header: bytes, body: bytes
         # whatever decodes cleanly re-encodes to the same bytes, unless it used a non-canonical
         # form (e.g. a tagged field written at its default value, or bool bytes other than 0/1)
         metadata_json(rec)
+
+
+# ---------------------------------------------------------------------------------------------
+# real Kafka-written metadata logs against kafka-dump-log --cluster-metadata-decoder output
+# (bundles produced by the scenario harness; skipped when none are cached)
+
+import glob  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+
+_SCENARIOS = os.path.expanduser(os.environ.get("KAFKA_WORKBENCH_SCENARIOS", "~/.cache/kafka-workbench/scenarios"))
+_RECORD_LINE = re.compile(r"^\| offset: (\d+) .*? headerKeys: \[[^\]]*\] (.*)$")
+
+
+def _metadata_dumps() -> list[tuple[str, str, str]]:
+    """(kafka version, bundle dir, dump file) of every metadata log/snapshot dump."""
+    out = []
+    for complete in sorted(glob.glob(os.path.join(_SCENARIOS, "*", "*", ".complete"))):
+        bundle = os.path.dirname(complete)
+        version = os.path.basename(os.path.dirname(bundle))
+        patterns = ("dumps/nodes/*/logs/__cluster_metadata-0/*.txt", "dumps/nodes/*/logs/bootstrap.checkpoint.txt")
+        for pattern in patterns:
+            for dump in sorted(glob.glob(os.path.join(bundle, pattern))):
+                out.append((version, bundle, dump))
+    return out
+
+
+def _parse_dump(path: str) -> tuple[str | None, dict[int, str]]:
+    source, lines = None, {}
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            line = line.rstrip("\n")
+            if line.startswith("Dumping ") and source is None:
+                source = line[len("Dumping "):]
+            match = _RECORD_LINE.match(line)
+            if match:
+                lines[int(match.group(1))] = match.group(2)
+    return source, lines
+
+
+_DUMPS = _metadata_dumps()
+
+
+@pytest.mark.skipif(not _DUMPS, reason="no scenario bundles with metadata dumps cached")
+@pytest.mark.parametrize("version, bundle, dump", _DUMPS, ids=[os.path.relpath(d[2], _SCENARIOS) for d in _DUMPS])
+def test_real_metadata_log_matches_kafka_dump(version: str, bundle: str, dump: str):
+    from workbench.formats.batch import read_batches
+    from workbench.formats.control import decode_control_record, dump_control_text
+    from workbench.formats.problems import ProblemLog
+
+    source, expected = _parse_dump(dump)
+    assert source is not None and expected, f"no record lines in {dump}"
+    binary = os.path.join(bundle, source)
+    if not os.path.exists(binary):
+        pytest.skip(f"{binary} not in the bundle")
+    leader_change_json = tuple(int(p) for p in version.split(".")[:2]) >= (4, 1)
+    log = ProblemLog(binary)
+    seen = 0
+    mismatches = []
+    with open(binary, "rb") as fh:
+        for batch in read_batches(fh, binary, problems=log):
+            for rec in batch.records(log):
+                want = expected.get(rec.offset)
+                if want is None:
+                    continue
+                if batch.is_control:
+                    got = dump_control_text(decode_control_record(rec.key, rec.value), leader_change_json=leader_change_json)
+                else:
+                    decoded = decode_metadata_record(rec.value)
+                    assert decoded.error is None, f"offset {rec.offset}: {decoded.error}"
+                    got = "payload: " + (dump_payload(decoded) or "")
+                    # every record re-encodes to the bytes Kafka wrote
+                    assert encode_metadata_record(decoded.api_key, decoded.version, decoded.fields, decoded.unknown_tags) == rec.value
+                if got != want:
+                    mismatches.append(f"offset {rec.offset}:\n  kafka: {want}\n  ours:  {got}")
+                seen += 1
+    assert not mismatches, "\n".join(mismatches[:10])
+    assert seen == len(expected), f"compared {seen} of {len(expected)} dumped records"
