@@ -172,3 +172,55 @@ def test_kafka_dump_tool_accepts_encoder_output(tmp_path):
     result = kafka.run_tool("dump-log", ["--deep-iteration", "--files", str(seg)], timeout=120, heap="256m")
     assert "isvalid: false" not in result.stdout and "invalid bytes" not in result.stdout
     assert compare_with_dump(seg, result.stdout) == 22
+
+
+def partition_dirs() -> list[Path]:
+    if not ROOT.is_dir():
+        return []
+    dirs = sorted({p.parent for p in ROOT.glob("*/*/nodes/*/logs/*/*.log")})
+    return dirs[:MAX_FILES]
+
+
+DIRS = partition_dirs()
+
+
+@pytest.mark.skipif(not DIRS, reason=f"no Kafka-written log directories under {ROOT}")
+@pytest.mark.parametrize("directory", DIRS, ids=[str(d.relative_to(ROOT)) for d in DIRS] or None)
+def test_kafka_written_indexes_and_snapshots(directory):
+    from workbench.formats.index import read_offset_index, read_producer_snapshot, read_time_index
+    from workbench.formats.segment import parse_segment_name
+
+    all_batches: list[Batch] = []
+    for seg in sorted(directory.glob("*.log")):
+        parsed = parse_segment_name(seg.name)
+        assert parsed is not None and parsed[1] == "log"
+        base = parsed[0]
+        batches = list(read_segment(seg, strict=True))
+        all_batches.extend(batches)
+        by_pos = {b.position: b for b in batches}
+        last_offsets = {b.last_offset: b for b in batches}
+        index = seg.with_suffix(".index")
+        if index.exists():
+            log = ProblemLog(str(index))
+            entries = read_offset_index(str(index), base, problems=log)
+            assert log.problems == []
+            for offset, position in entries:
+                assert position in by_pos, (offset, position)
+                assert by_pos[position].last_offset <= offset <= batches[-1].last_offset
+        timeindex = seg.with_suffix(".timeindex")
+        if timeindex.exists():
+            log = ProblemLog(str(timeindex))
+            entries = read_time_index(str(timeindex), problems=log)
+            assert log.problems == []
+            for ts, offset in entries:
+                assert offset in last_offsets and last_offsets[offset].max_timestamp == ts, (ts, offset)
+    for snap in sorted(directory.glob("*.snapshot")):
+        log = ProblemLog(str(snap))
+        producers = read_producer_snapshot(str(snap), problems=log)
+        assert log.problems == []
+        taken_at = parse_segment_name(snap.name)[0]
+        for p in producers:
+            assert p.last_offset < taken_at
+            mine = [b for b in all_batches if b.producer_id == p.producer_id and b.last_offset == p.last_offset]
+            if mine:  # the batch may have been deleted by retention
+                assert mine[0].producer_epoch == p.producer_epoch and mine[0].last_sequence == p.last_sequence
