@@ -56,10 +56,9 @@ def test_clean_segment_has_no_problems():
     batches, problems = read(data)
     assert problems == []
     assert [b.position for b in batches] == positions
-    assert [b.records() for b in batches] == [
-        [Record(r.offset, r.timestamp, r.key, r.value, r.headers, 0, got.size) for r, got in zip(exp, b.records())]
-        for exp, b in zip(expected, batches)
-    ]
+    assert [[(r.offset, r.timestamp, r.key, r.value, r.headers, r.attributes) for r in b.records()]
+            for b in batches] == [[(r.offset, r.timestamp, r.key, r.value, r.headers, 0) for r in exp]
+                                  for exp in expected]
 
 
 def test_truncated_tail_and_crc_corruption_give_exactly_two_problems():
@@ -247,7 +246,7 @@ def test_mostly_zero_garbage_with_sparse_magic_bytes():
 # fuzzing
 
 SEGMENT, POSITIONS, _ = make_segment(8, seed=5)
-BOUNDS = list(zip(POSITIONS, POSITIONS[1:] + [len(SEGMENT)]))
+BOUNDS = list(zip(POSITIONS, POSITIONS[1:] + [len(SEGMENT)], strict=True))
 
 
 def run_both_modes(data: bytes) -> list[Batch]:

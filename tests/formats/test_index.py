@@ -39,7 +39,9 @@ def test_offset_index_fixture_with_zero_tail():
 
 
 def test_offset_index_hand_bytes_and_problems():
-    data = struct.pack(">iiii", 0, 0, 17, 4096) + struct.pack(">ii", 9, 5000) + bytes(8) + b"\x01\x00\x00\x00\x00\x00\x00\x00" + b"\x07"
+    data = (struct.pack(">iiii", 0, 0, 17, 4096) + struct.pack(">ii", 9, 5000)  # 3 entries, one out of order
+            + bytes(8) + b"\x01" + bytes(7)  # end marker, then a stray non-zero byte
+            + b"\x07")  # and a partial entry
     log = ProblemLog("x.index")
     assert read_offset_index(io.BytesIO(data), 1000, "x.index", log) == [(1000, 0), (1017, 4096), (1009, 5000)]
     assert kinds(log) == [(40, "bad_length"), (16, "out_of_order"), (32, "garbage")]

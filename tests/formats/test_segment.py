@@ -10,7 +10,6 @@ import crc32c
 import pytest
 
 from workbench.errors import CorruptDataError
-from workbench.formats.batch import Record
 from workbench.formats.problems import ProblemLog
 from workbench.formats.segment import parse_checkpoint_name, parse_segment_name, read_segment, segment_name
 

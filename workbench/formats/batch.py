@@ -230,7 +230,9 @@ class Batch:
 
 
 def _rebuild_batch(values: list[Any], data: bytes | None) -> Batch:
-    return Batch(*values, data=data)
+    batch = Batch(*values)
+    batch.data = data
+    return batch
 
 
 BATCH_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Batch) if f.name not in ("data", "_cache"))
