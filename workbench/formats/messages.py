@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 import struct
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -888,6 +889,26 @@ def to_json_value(f: Field, value: Any, version: int, element: bool = False) -> 
     return to_json(f.fields, value, version)
 
 
+_JSON_PLANS: dict[tuple[int, int], tuple[tuple[Field, ...], list[tuple[Field, bool, Any, bool]]]] = {}
+
+
+def _json_plan(fields: tuple[Field, ...], version: int) -> list[tuple[Field, bool, Any, bool]]:
+    """(field, tagged, default, plain) of the fields present in ``version``, schema order."""
+    hit = _JSON_PLANS.get((id(fields), version))
+    if hit is not None and hit[0] is fields:
+        return hit[1]
+    plan = []
+    for f in fields:
+        if not VersionRange.parse(f.versions).contains(version):
+            continue
+        tagged = f.tag is not None and VersionRange.parse(f.tagged_versions).contains(version)
+        base = f.element_type
+        plain = base in PRIMITIVE_TYPES and base not in ("bytes", "records", "float64")
+        plan.append((f, tagged, field_default(f), plain))
+    _JSON_PLANS[(id(fields), version)] = (fields, plan)
+    return plan
+
+
 def to_json(fields: Iterable[Field] | Schema, values: dict, version: int) -> dict:
     """Kafka's JSON rendering of a struct: schema order, tagged fields only when not default.
 
@@ -901,14 +922,17 @@ def to_json(fields: Iterable[Field] | Schema, values: dict, version: int) -> dic
     """
     if isinstance(fields, Schema):
         fields = fields.fields
+    if not isinstance(fields, tuple):
+        fields = tuple(fields)
+    if not isinstance(values, dict):
+        values = {}
     out: dict[str, Any] = {}
-    for f in fields:
-        if not VersionRange.parse(f.versions).contains(version):
+    for f, tagged, default, plain in _json_plan(fields, version):
+        key = f.json_name
+        value = values[key] if key in values else _fresh(default)
+        if tagged and (value == default if plain else _equals_default(f, value)):
             continue
-        value = values.get(f.json_name, field_default(f)) if isinstance(values, dict) else field_default(f)
-        if f.tag is not None and VersionRange.parse(f.tagged_versions).contains(version) and _equals_default(f, value):
-            continue
-        out[f.json_name] = to_json_value(f, value, version)
+        out[key] = value if plain else to_json_value(f, value, version)
     return out
 
 
@@ -935,6 +959,9 @@ def _java_double(value: float) -> str:
     return f"{'-' if value < 0 else ''}{head}.{tail}E{exp10}"
 
 
+_SAFE_JSON_TEXT = re.compile(r'[^"\\\x00-\x1f]*')
+
+
 def _dump(value: Any, parts: list[str]) -> None:
     if value is None:
         parts.append("null")
@@ -949,7 +976,7 @@ def _dump(value: Any, parts: list[str]) -> None:
     elif isinstance(value, float):
         parts.append(_java_double(value))
     elif isinstance(value, str):
-        parts.append(json.dumps(value, ensure_ascii=False))
+        parts.append(f'"{value}"' if _SAFE_JSON_TEXT.fullmatch(value) else json.dumps(value, ensure_ascii=False))
     elif isinstance(value, dict):
         parts.append("{")
         first = True
@@ -957,7 +984,8 @@ def _dump(value: Any, parts: list[str]) -> None:
             if not first:
                 parts.append(",")
             first = False
-            parts.append(json.dumps(str(k), ensure_ascii=False))
+            key = str(k)
+            parts.append(f'"{key}"' if _SAFE_JSON_TEXT.fullmatch(key) else json.dumps(key, ensure_ascii=False))
             parts.append(":")
             _dump(v, parts)
         parts.append("}")
