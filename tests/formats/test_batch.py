@@ -333,3 +333,43 @@ def test_magic0_lz4_wrapper_with_the_broken_header_checksum_reads():
     assert value[:7] == bytes.fromhex("04224d1860401a")  # HC over magic+FLG+BD, as Kafka < 0.10 wrote it
     [b], log = read_all(data)
     assert log.problems == [] and [r.value for r in b.records()] == [b"x" * 100, b"y"]
+
+
+class _Pipe:
+    """A stream with nothing but ``read`` (no seek, tell, fileno or readinto), returning short reads."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def read(self, n: int = -1) -> bytes:
+        n = min(n if n >= 0 else len(self.data), 1000)
+        out = self.data[self.pos : self.pos + n]
+        self.pos += len(out)
+        return out
+
+
+def test_non_seekable_stream_with_short_reads():
+    parts = [encode_batch([(i, i, None, b"x" * 3000)], base_offset=i, compression="snappy") for i in range(8)]
+    data = b"".join(parts)
+    log = ProblemLog()
+    got = list(read_batches(_Pipe(data + b"\x01\x02"), problems=log))
+    assert [b.base_offset for b in got] == list(range(8))
+    assert [(p.position, p.kind) for p in log.problems] == [(len(data), "truncated")]
+    got = list(read_batches(_Pipe(data), start=len(parts[0]) * 3))
+    assert [b.base_offset for b in got] == [3, 4, 5, 6, 7]
+
+
+def test_byte_ranges_at_batch_boundaries_partition_the_file():
+    import random
+
+    rnd = random.Random(11)
+    parts = [encode_batch([(i, i, None, rnd.randbytes(rnd.randrange(1, 400)))], base_offset=i,
+                          compression=CODECS[i % 5]) for i in range(40)]
+    data = b"".join(parts)
+    bounds = [sum(len(p) for p in parts[:i]) for i in range(41)]
+    for _ in range(20):
+        cuts = sorted(rnd.sample(bounds[1:-1], 4))
+        ranges = list(zip([0, *cuts], [*cuts, None], strict=True))
+        offsets = [b.base_offset for s, e in ranges for b in read_all(data, start=s, end=e)[0]]
+        assert offsets == list(range(40))
