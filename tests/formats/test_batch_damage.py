@@ -328,3 +328,24 @@ def test_zero_run_across_read_windows(tiny_windows):
     batches, problems = read(damaged)
     assert kinds(problems) == [(positions[k], "zero_fill"), (len(damaged) - 3000, "zero_fill")]
     assert [b.position for b in batches] == positions[:k] + [p + 5000 for p in positions[k:]]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 7), st.integers(-1, 50), st.binary(max_size=400), st.booleans())
+def test_fuzz_record_payloads_behind_a_valid_crc(codec, count, payload, encode_valid_stream):
+    """Random record bytes (or a valid stream of random bytes) in a batch whose CRC is right."""
+    import crc32c
+
+    from workbench.formats.compression import compress
+
+    if encode_valid_stream and 0 < codec < 5:
+        payload = compress(["none", "gzip", "snappy", "lz4", "zstd"][codec], payload)
+    tail = struct.pack(">hiqqqhii", codec | 0x08 * (count % 2), max(count, 0), 1000, 2000, -1, -1, -1, count) + payload
+    data = struct.pack(">qiibI", 0, len(tail) + 9, 0, 2, crc32c.crc32c(tail)) + tail
+    [b] = read(data)[0]
+    assert b.crc_valid
+    b.records(ProblemLog("fuzz.log"))
+    try:
+        b.records(ProblemLog("fuzz.log", strict=True))
+    except CorruptDataError:
+        pass
