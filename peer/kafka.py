@@ -33,6 +33,7 @@ VERSIONS: dict[str, dict[str, str]] = {
 DEFAULT_VERSION = "4.3.1"
 
 POM = Path(__file__).resolve().parent / "pom.xml"
+CLIENT_SOURCE = Path(__file__).resolve().parent / "java" / "PeerClient.java"
 STAMP = ".complete"
 
 #: Candidate main classes per tool, first match wins.
@@ -144,6 +145,43 @@ class Kafka:
             if self.has_class(name):
                 return name
         raise ToolError(f"Kafka {self.version} has none of {candidates} for tool {tool!r}")
+
+    def client_classes(self) -> Path:
+        """Directory with ``PeerClient`` compiled against this release (compiled once).
+
+        Raises
+        ------
+        ToolError
+            If ``javac`` fails.
+        """
+        import hashlib
+
+        digest = hashlib.sha256(CLIENT_SOURCE.read_bytes()).hexdigest()[:10]
+        target = self.lib.parent / f"peer-client-{digest}"
+        if (target / "PeerClient.class").exists():
+            return target
+        staging = target.with_name(target.name + f".{os.getpid()}.tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        try:
+            done = subprocess.run(
+                ["javac", "-nowarn", "-cp", self.classpath, "-d", str(staging), str(CLIENT_SOURCE)],
+                capture_output=True, text=True, timeout=180, check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise ToolError("javac did not compile PeerClient in 180 s") from exc
+        if done.returncode != 0:
+            raise ToolError(f"javac PeerClient failed:\n{done.stdout}{done.stderr}")
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+        return target
+
+    def client(self, args: Sequence[str], *, heap: str = "128m") -> list[str]:
+        """Command line of ``PeerClient`` (see ``peer/java/PeerClient.java``) with ``args``."""
+        cmd = self.java("PeerClient", args, heap=heap)
+        i = cmd.index("-cp")
+        cmd[i + 1] = f"{self.classpath}{os.pathsep}{self.client_classes()}"
+        return cmd
 
     def java(
         self,

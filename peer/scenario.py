@@ -23,6 +23,7 @@ from peer.cluster import Cluster, cluster_id_for
 from peer.errors import PeerError, ScenarioError
 from peer.kafka import Kafka, cache_root, fetch
 from peer.metrics import JmxSampler
+from peer.process import Managed, spawn
 
 #: Scenario names in build order (``isr`` first: it is also the demo bundle).
 SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2")
@@ -78,6 +79,7 @@ class ScenarioContext:
         self.clusters: list[Cluster] = []
         self.samplers: list[JmxSampler] = []
         self.cleanups: list[Callable[[], None]] = []
+        self.children: list[Managed] = []
 
     def cluster(self, name: str, **kwargs: Any) -> Cluster:
         """Create (not start) a cluster whose nodes are collected into the bundle."""
@@ -85,6 +87,12 @@ class ScenarioContext:
         c = Cluster(self.kafka, self.work / name, name, first_id=first_id, **kwargs)
         self.clusters.append(c)
         return c
+
+    def background(self, name: str, argv: list[str]) -> Managed:
+        """Start a helper process (client, MirrorMaker) stopped at the end of the run."""
+        child = spawn(name, argv, output=self.work / f"{name}.out")
+        self.children.append(child)
+        return child
 
     def event(self, event: str, **details: Any) -> int:
         """Record an event in the manifest (wall-clock ms)."""
@@ -133,7 +141,9 @@ class ScenarioContext:
             time.sleep(interval)
 
     def finish(self) -> None:
-        """Stop samplers and clusters, collect node log dirs and dump every segment."""
+        """Stop helpers, samplers and clusters, collect node log dirs and dump every segment."""
+        for child in self.children:
+            child.stop(10.0)
         self.stop_samplers()
         for c in self.clusters:
             c.stop()
@@ -143,6 +153,8 @@ class ScenarioContext:
 
     def close(self) -> None:
         """Stop everything still running (always called, also after errors)."""
+        for child in self.children:
+            child.stop(10.0)
         for fn in reversed(self.cleanups):
             try:
                 fn()
@@ -153,8 +165,11 @@ class ScenarioContext:
             c.__exit__(None, None, None)
 
     def tails(self, lines: int = 30) -> str:
-        """Tails of every node's output (for failure reports)."""
-        return "\n".join(c.tails(lines) for c in self.clusters)
+        """Tails of every node's and helper's output (for failure reports)."""
+        parts = [c.tails(lines) for c in self.clusters]
+        for child in self.children:
+            parts.append(f"--- {child.name} ---\n{child.tail(lines)}")
+        return "\n".join(parts)
 
 
 def build(

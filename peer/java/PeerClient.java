@@ -1,0 +1,133 @@
+// Small Kafka client for the peer's scenarios: producers at a known rate (with a codec and
+// record headers) and consumers that commit at a known pace. Only the public kafka-clients
+// API is used, so the same source compiles against Kafka 3.9 and 4.x.
+//
+//   produce  BOOTSTRAP SECONDS RATE TOPIC:CODEC[:headers] ...   (RATE records/s per topic)
+//   consume  BOOTSTRAP GROUP TOPIC[,TOPIC] SECONDS RATE          (RATE 0 = as fast as possible)
+//
+// Each mode prints one summary line on stdout when done.
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Properties;
+
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import java.nio.charset.StandardCharsets;
+
+public class PeerClient {
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 1) {
+            throw new IllegalArgumentException("usage: produce|consume ...");
+        }
+        switch (args[0]) {
+            case "produce":
+                produce(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]),
+                        Arrays.copyOfRange(args, 4, args.length));
+                break;
+            case "consume":
+                consume(args[1], args[2], Arrays.asList(args[3].split(",")),
+                        Integer.parseInt(args[4]), Integer.parseInt(args[5]));
+                break;
+            default:
+                throw new IllegalArgumentException("unknown mode " + args[0]);
+        }
+    }
+
+    static void produce(String bootstrap, int seconds, int rate, String[] specs) throws Exception {
+        List<String> topics = new ArrayList<>();
+        List<KafkaProducer<String, String>> producers = new ArrayList<>();
+        List<Boolean> withHeaders = new ArrayList<>();
+        for (String spec : specs) {
+            String[] parts = spec.split(":");
+            Properties p = new Properties();
+            p.put("bootstrap.servers", bootstrap);
+            p.put("acks", "all");
+            p.put("linger.ms", "50");
+            p.put("compression.type", parts[1]);
+            p.put("client.id", "peer-producer-" + parts[0]);
+            p.put("key.serializer", StringSerializer.class.getName());
+            p.put("value.serializer", StringSerializer.class.getName());
+            topics.add(parts[0]);
+            producers.add(new KafkaProducer<>(p));
+            withHeaders.add(parts.length > 2 && parts[2].equals("headers"));
+        }
+        long start = System.currentTimeMillis();
+        long total = (long) seconds * rate;
+        long sent = 0;
+        for (long i = 0; i < total; i++) {
+            long due = start + (i * 1000L) / rate;
+            long wait = due - System.currentTimeMillis();
+            if (wait > 0) {
+                Thread.sleep(wait);
+            }
+            for (int t = 0; t < topics.size(); t++) {
+                String value = "{\"seq\":" + i + ",\"topic\":\"" + topics.get(t)
+                        + "\",\"ts\":" + System.currentTimeMillis()
+                        + ",\"pad\":\"" + "x".repeat(60) + "\"}";
+                ProducerRecord<String, String> rec =
+                        new ProducerRecord<>(topics.get(t), "key-" + (i % 16), value);
+                if (withHeaders.get(t)) {
+                    rec.headers().add("trace-id", ("t" + i).getBytes(StandardCharsets.UTF_8));
+                    rec.headers().add("source", "peer".getBytes(StandardCharsets.UTF_8));
+                }
+                producers.get(t).send(rec);
+                sent++;
+            }
+        }
+        for (KafkaProducer<String, String> p : producers) {
+            p.flush();
+            p.close(Duration.ofSeconds(10));
+        }
+        System.out.println("produced " + sent + " records in "
+                + (System.currentTimeMillis() - start) + " ms");
+    }
+
+    static void consume(String bootstrap, String group, List<String> topics, int seconds, int rate)
+            throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("group.id", group);
+        p.put("client.id", "peer-consumer-" + group);
+        p.put("enable.auto.commit", "false");
+        p.put("auto.offset.reset", "earliest");
+        p.put("max.poll.records", rate > 0 ? String.valueOf(Math.max(1, rate / 5)) : "500");
+        p.put("key.deserializer", StringDeserializer.class.getName());
+        p.put("value.deserializer", StringDeserializer.class.getName());
+        long start = System.currentTimeMillis();
+        long end = start + seconds * 1000L;
+        long consumed = 0;
+        long lastCommit = start;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
+            consumer.subscribe(topics);
+            while (System.currentTimeMillis() < end) {
+                ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
+                for (ConsumerRecord<String, String> r : records) {
+                    consumed++;
+                    if (rate > 0) {
+                        long due = start + (consumed * 1000L) / rate;
+                        long wait = due - System.currentTimeMillis();
+                        if (wait > 0) {
+                            Thread.sleep(wait);
+                        }
+                    }
+                }
+                if (System.currentTimeMillis() - lastCommit >= 1000) {
+                    consumer.commitSync();
+                    lastCommit = System.currentTimeMillis();
+                }
+            }
+            consumer.commitSync();
+        }
+        System.out.println("group " + group + " consumed " + consumed + " records in "
+                + (System.currentTimeMillis() - start) + " ms");
+    }
+}
