@@ -37,6 +37,7 @@ from IPython.display import HTML, display
 
 import workbench
 from widgets import isr as isr_view
+from widgets.tables import table_html
 from workbench.analysis import isr as isr_analysis
 from workbench.errors import ConfigError
 from workbench.report import write_summary
@@ -58,12 +59,15 @@ display(HTML(f"<p>Bundle <code>{html.escape(str(bundle))}</code></p>"))
 
 # %%
 inventory = tables.inventory.groupBy("kind").agg({"path": "count", "bytes": "sum"}).orderBy("kind").toPandas()
-display(HTML(inventory.rename(columns={"count(path)": "files", "sum(bytes)": "bytes"}).to_html(index=False)))
+inventory = inventory.rename(columns={"count(path)": "files", "sum(bytes)": "bytes"})
+display(HTML(table_html(inventory, empty="The bundle holds no file the workbench recognises.")))
 
 # %%
 problem_counts = tables.problems.groupBy("kind").count().orderBy("kind").toPandas()
-display(HTML(problem_counts.to_html(index=False)))
-display(HTML(tables.problems.orderBy("path", "position").limit(20).toPandas().to_html(index=False)))
+first_problems = tables.problems.orderBy("path", "position").limit(20).toPandas()
+display(HTML(table_html(problem_counts, empty="No problems: every file was read to the end.")))
+if not first_problems.empty:
+    display(HTML(table_html(first_problems)))
 
 # %% [markdown]
 # ## ISR timeline
@@ -96,7 +100,7 @@ if report:
 
 # %%
 summary_pd = isr_analysis.partition_summary(states).toPandas()
-display(HTML(isr_view.summary_table(summary_pd).to_html(index=False)))
+display(HTML(table_html(isr_view.summary_table(summary_pd, limit=None), empty="Every partition stayed healthy.")))
 
 # %% [markdown]
 # ## Findings

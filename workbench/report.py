@@ -43,8 +43,16 @@ _TEMPLATE = """\
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 """
 
+# plotly's "notebook" renderer always adds MathJax from a CDN next to every figure (plotly 6/7,
+# include_mathjax="cdn" is hard-coded). Figures here use no LaTeX, so the tag is dropped rather
+# than let an opened report call out to the network.
+_PLOTLY_MATHJAX = re.compile(
+    r"""<script src="https://cdnjs\.cloudflare\.com/ajax/libs/mathjax/[^"<>]*"></script>"""
+    r"""(<script>if \(window\.MathJax && window\.MathJax\.Hub && window\.MathJax\.Hub\.Config\)"""
+    r"""[^<]*</script>)?"""
+)
 _REMOTE_SCRIPT = re.compile(r"""<script[^>]*\ssrc\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
-_PLOTLY_CDN = re.compile(r"cdn\.plot\.ly", re.IGNORECASE)
+_REMOTE_LINK = re.compile(r"""<link[^>]*\shref\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
 
 
 class ReportError(WorkbenchError):
@@ -69,9 +77,7 @@ def notebooks_dir() -> Path:
     >>> notebooks_dir().name
     'notebooks'
     """
-    import workbench
-
-    here = Path(workbench.__file__).resolve().parent.parent / "notebooks"
+    here = Path(__file__).resolve().parent.parent / "notebooks"  # <repository>/workbench/report.py
     if not here.is_dir():
         raise ReportError(
             f"notebooks directory not found at {here}: the workbench must run from a source checkout "
@@ -158,6 +164,17 @@ def _to_html(executed: Path, title: str) -> str:
 
     nb = nbformat.read(str(executed), as_version=4)
     nb.metadata.pop("widgets", None)  # widget state does not render offline
+    for cell in nb.cells:
+        # stderr is the kernel's and the JVM's logging (Spark start-up warnings), not findings
+        outputs = [
+            o for o in cell.get("outputs", []) if not (o.get("output_type") == "stream" and o.get("name") == "stderr")
+        ]
+        if "outputs" in cell:
+            cell["outputs"] = outputs
+        for output in outputs:
+            data = output.get("data", {})
+            if isinstance(data.get("text/html"), str):
+                data["text/html"] = _PLOTLY_MATHJAX.sub("", data["text/html"])
     nb.metadata["title"] = title
     exporter = HTMLExporter(
         template_name="lab",
@@ -175,9 +192,9 @@ def _to_html(executed: Path, title: str) -> str:
 
 
 def _check_offline(body: str, executed: Path | None) -> None:
-    remote = _REMOTE_SCRIPT.search(body)
-    if remote or _PLOTLY_CDN.search(body):
-        found = remote.group(0) if remote else "cdn.plot.ly"
+    remote = _REMOTE_SCRIPT.search(body) or _REMOTE_LINK.search(body)
+    if remote:
+        found = remote.group(0)
         raise ReportError(
             f"the report would load scripts from the network ({found!r}); expected plotly.js embedded "
             "(set pio.renderers.default = 'plotly_mimetype+notebook' in the notebook)",
@@ -276,17 +293,16 @@ def build_report(
 
 
 def _json_value(value: Any) -> Any:
-    """Make pandas/numpy scalars JSON-friendly (NaN/NaT become null, times ISO 8601 UTC)."""
+    """Make pandas/numpy scalars JSON-friendly: NaN/NaT become null, times ISO 8601 in UTC."""
+    import pandas as pd
+
     if value is None:
         return None
-    if hasattr(value, "isoformat"):
-        try:
-            import pandas as pd
-
-            if pd.isna(value):
-                return None
-        except (TypeError, ValueError):
-            pass
+    if isinstance(value, dt.datetime | dt.date | pd.Timestamp):
+        if pd.isna(value):
+            return None
+        if isinstance(value, dt.datetime) and value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)  # the workbench's Spark sessions run in UTC
         return value.isoformat()
     if hasattr(value, "item"):  # numpy scalar
         value = value.item()
