@@ -89,7 +89,8 @@ def test_offset_commit_v0_v1_v2_v4():
 def test_legacy_key_type_0():
     rec = decode_offsets_record(i16(0) + s16("g") + s16("t") + i32(2), i16(0) + i64(1) + s16("") + i64(2))
     assert rec.name == "LegacyOffsetCommit" and rec.key == {"group": "g", "topic": "t", "partition": 2}
-    assert rec.value["offset"] == 1 and rec.value_name == "OffsetCommitValue"
+    assert rec.value == {"offset": 1, "metadata": "", "commitTimestamp": 2} and rec.value_name == "LegacyOffsetCommitValue"
+    assert "unsupported version 1" in decode_offsets_record(i16(0) + s16("g") + s16("t") + i32(2), i16(1) + i64(1)).error
 
 
 def test_tombstones():
@@ -348,3 +349,123 @@ def test_random_bytes_never_raise(record_type, key_body, value):
     offsets_dump_key(rec)
     offsets_dump_payload(rec)
     decode_transaction_record(key_body, value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kafka's own dump tool decodes what the encoder writes (needs fetched Kafka 4.x jars)
+
+import glob  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import zipfile  # noqa: E402
+
+_RECORD_LINE = re.compile(r"^\| offset: (\d+) .*? headerKeys: \[[^\]]*\] (.*)$")
+
+
+def _fetched_kafka_4() -> list[str]:
+    try:
+        from peer.kafka import STAMP, VERSIONS, lib_dir
+    except ImportError:
+        return []
+    return [v for v in VERSIONS if v.split(".")[0] >= "4" and (lib_dir(v) / STAMP).exists()]
+
+
+def _release_schemas(lib: str) -> dict:
+    from workbench.formats.messages import schema_from_kafka_json
+
+    found = {}
+    for jar in glob.glob(os.path.join(lib, "*.jar")):
+        with zipfile.ZipFile(jar) as z:
+            for name in z.namelist():
+                if name.startswith("common/message/") and name.endswith(".json"):
+                    try:
+                        schema = schema_from_kafka_json(z.read(name).decode("utf-8"))
+                    except ConfigError:
+                        continue
+                    found[schema.name] = schema
+    return found
+
+
+def _prune(values: dict, ours, theirs) -> dict:
+    """Keep only the fields (recursively) that the other layout also has."""
+    names = {f.name: f for f in theirs}
+    out = {}
+    for f in ours:
+        if f.name not in names or f.json_name not in values:
+            continue
+        v = values[f.json_name]
+        if f.is_struct and isinstance(v, list):
+            v = [_prune(e, f.fields, names[f.name].fields) for e in v]
+        elif f.is_struct and isinstance(v, dict):
+            v = _prune(v, f.fields, names[f.name].fields)
+        out[f.json_name] = v
+    return out
+
+
+def _dump_lines(kafka, records, decoder: str, tmp_path, name: str) -> dict[int, str]:
+    from workbench.formats.batch import Record, encode_batch
+
+    directory = tmp_path / name
+    directory.mkdir()
+    seg = directory / "00000000000000000000.log"
+    seg.write_bytes(encode_batch([Record(i, 1_700_000_000_000, k, v, []) for i, (k, v) in enumerate(records)], base_offset=0))
+    result = kafka.run_tool("dump-log", [decoder, "--files", str(seg)], timeout=180, heap="256m")
+    lines = {}
+    for line in result.stdout.splitlines():
+        match = _RECORD_LINE.match(line)
+        if match:
+            lines[int(match.group(1))] = match.group(2)
+    assert len(lines) == len(records), result.stdout[-2000:]
+    return lines
+
+
+@pytest.mark.parametrize("kafka_version", _fetched_kafka_4() or [pytest.param("none", marks=pytest.mark.skip(reason="no Kafka 4.x jars fetched"))])
+def test_kafka_dump_tool_decodes_every_encoded_record(tmp_path, kafka_version):
+    from peer.kafka import fetch
+
+    from workbench.formats.coordinator import _encode_coordinator
+
+    kafka = fetch(kafka_version)
+    known = _release_schemas(str(kafka.lib))
+    cases = {"--offsets-decoder": (OFFSETS_RECORD_TYPES, decode_offsets_record),
+             "--transaction-log-decoder": (TRANSACTION_RECORD_TYPES, decode_transaction_record),
+             "--share-group-state-decoder": (SHARE_STATE_RECORD_TYPES, decode_share_state_record)}
+    checked = 0
+    for decoder, (registry, decode_fn) in cases.items():
+        records = []
+        for rt in registry.values():
+            if rt.key.name not in known or rt.value.name not in known:
+                continue
+            kv = rt.key.valid_versions[0]
+            key = {f.json_name: _sample(f, kv, i) for i, f in enumerate(rt.key.fields)}
+            lo, hi = rt.value.valid_versions
+            theirs = known[rt.value.name]
+            for version in range(lo, min(hi, theirs.valid_versions[1]) + 1):
+                value = {f.json_name: _sample(f, version, i) for i, f in enumerate(rt.value.fields)
+                         if VersionRange.parse(f.versions).contains(version)}
+                value = _prune(value, rt.value.fields, theirs.fields)
+                records.append(_encode_coordinator(registry, rt.record_type, key, value, version, None))
+            records.append(_encode_coordinator(registry, rt.record_type, key, None, None, None))  # tombstone
+        if decoder == "--offsets-decoder":
+            member = {"memberId": "m1", "groupInstanceId": "i1", "clientId": "c", "clientHost": "/h",
+                      "rebalanceTimeout": 300, "sessionTimeout": 45,
+                      "subscription": encode_consumer_subscription({"topics": ["t"], "ownedPartitions": [{"topic": "t", "partitions": [0]}],
+                                                                    "generationId": 4, "rackId": "r"}, 3),
+                      "assignment": encode_consumer_assignment({"assignedPartitions": [{"topic": "t", "partitions": [0, 1]}]}, 1)}
+            records.append(encode_offsets_record(2, {"group": "g"}, {"protocolType": "consumer", "generation": 5, "protocol": "range",
+                                                                     "leader": "m1", "members": [member]}))
+            # an empty assignment stays "", an undecodable blob stays base64
+            records.append(encode_offsets_record(2, {"group": "g"}, {"protocolType": "consumer", "members": [
+                {"memberId": "m", "subscription": encode_consumer_subscription({"topics": ["t"]}, 0), "assignment": b""},
+                {"memberId": "n", "subscription": b"\x00\x07junk", "assignment": b"\x00"}]}))
+        lines = _dump_lines(kafka, records, decoder, tmp_path, decoder.strip("-"))
+        mismatches = []
+        for offset, (k, v) in enumerate(records):
+            rec = decode_fn(k, v)
+            assert rec.error is None, rec.error
+            ours = f"key: {offsets_dump_key(rec)} payload: {offsets_dump_payload(rec)}"
+            if lines[offset] != ours:
+                mismatches.append(f"offset {offset}:\n  kafka: {lines[offset]}\n  ours:  {ours}")
+            checked += 1
+        assert not mismatches, "\n".join(mismatches[:8])
+    assert checked >= 40

@@ -144,7 +144,12 @@ def _rt(record_type: int, name: str, key_fields: list[F], value_fields: list[F],
 
 
 _OFFSETS_TYPES = [
-    RecordType(0, "LegacyOffsetCommit", _key("LegacyOffsetCommitKey", 0, _OFFSET_KEY), _OFFSET_VALUE, 0),
+    # key type 0 (0.8.2) is only ever followed by a version 0 value
+    RecordType(0, "LegacyOffsetCommit", _key("LegacyOffsetCommitKey", 0, _OFFSET_KEY), _value("LegacyOffsetCommitValue", 0, [
+        F("offset", "int64", versions="0"),
+        F("metadata", "string", versions="0"),
+        F("commitTimestamp", "int64", versions="0"),
+    ], flexible="none"), 0),
     RecordType(1, "OffsetCommit", _key("OffsetCommitKey", 1, _OFFSET_KEY), _OFFSET_VALUE, 3),
     RecordType(2, "GroupMetadata", _key("GroupMetadataKey", 2, [F("group", "string", versions="0")]), _GROUP_VALUE, 3),
     _rt(3, "ConsumerGroupMetadata", _GROUP, [
@@ -452,7 +457,7 @@ class CoordinatorRecord:
         """Value schema name (``"OffsetCommitValue"``), ``None`` for a tombstone."""
         if self.tombstone:
             return None
-        return "OffsetCommitValue" if self.name == "LegacyOffsetCommit" else f"{self.name}Value" if self.name != "Unknown" else "Unknown"
+        return f"{self.name}Value" if self.name != "Unknown" else "Unknown"
 
 
 def _decode_coordinator(key: bytes | memoryview | None, value: bytes | memoryview | None,
@@ -631,16 +636,42 @@ def offsets_dump_key(record: CoordinatorRecord) -> str | None:
     return f'{{"type":"{record.record_type}","data":{data}}}'
 
 
-def offsets_dump_payload(record: CoordinatorRecord) -> str | None:
+def _protocol_json(schema: Schema, blob: object) -> object:
+    """Kafka's JSON of a ConsumerProtocol blob, or ``None`` when it does not decode."""
+    if not isinstance(blob, (bytes, bytearray)):
+        return None
+    try:
+        version, values = _decode_protocol(schema, blob)
+    except CorruptDataError:
+        return None
+    return to_json(schema, values, min(version, schema.valid_versions[1]))
+
+
+def offsets_dump_payload(record: CoordinatorRecord, expand_consumer_protocol: bool = True) -> str | None:
     """The ``payload:`` of ``kafka-dump-log --offsets-decoder`` (3.8+): JSON or ``<DELETE>``.
 
-    Consumer-protocol blobs of group metadata stay base64 here (see
-    :func:`expand_group_metadata`).
+    Also the payload of ``--transaction-log-decoder`` and ``--share-group-state-decoder``
+    in 4.x. With ``expand_consumer_protocol`` the ``subscription``/``assignment`` blobs of
+    a ``consumer`` group's members are rendered as the decoded ConsumerProtocol JSON, as the
+    tool does; otherwise (and when a blob does not decode) they stay base64.
+
+    Examples
+    --------
+    >>> rec = decode_offsets_record(*encode_offsets_record(2, {"group": "g"}, {"protocolType": "consumer", "members": [
+    ...     {"memberId": "m", "subscription": encode_consumer_subscription({"topics": ["t"]}, 0), "assignment": b""}]}))
+    >>> offsets_dump_payload(rec)
+    '{"version":"3","data":{"protocolType":"consumer","generation":0,"protocol":"","leader":"","currentStateTimestamp":-1,"members":[{"memberId":"m","groupInstanceId":null,"clientId":"","clientHost":"","rebalanceTimeout":-1,"sessionTimeout":0,"subscription":{"topics":["t"],"userData":null},"assignment":""}]}}'
     """
     if record.tombstone:
         return "<DELETE>"
     rt = _record_type_of(record)
     if rt is None or record.value is None or record.value_version is None:
         return None
-    data = dumps_json(to_json(rt.value, record.value, record.value_version))
-    return f'{{"version":"{record.value_version}","data":{data}}}'
+    rendered = to_json(rt.value, record.value, record.value_version)
+    if expand_consumer_protocol and rt.record_type == 2 and rt.name == "GroupMetadata" and record.value.get("protocolType") == "consumer":
+        for member_json, member in zip(rendered.get("members") or [], record.value.get("members") or []):
+            for key, schema in (("subscription", CONSUMER_SUBSCRIPTION), ("assignment", CONSUMER_ASSIGNMENT)):
+                expanded = _protocol_json(schema, member.get(key))
+                if expanded is not None:
+                    member_json[key] = expanded
+    return f'{{"version":"{record.value_version}","data":{dumps_json(rendered)}}}'
