@@ -123,3 +123,44 @@ def test_random_bodies_never_raise(header, body):
     rec = decode_remote_log_metadata(header + body)
     remote_event(rec)
     remote_dump_text(rec)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kafka's --remote-log-metadata-decoder prints the same text for what the encoder writes
+
+
+def _fetched_kafka_versions() -> list[str]:
+    try:
+        from peer.kafka import STAMP, VERSIONS, lib_dir
+    except ImportError:
+        return []
+    return [v for v in VERSIONS if (lib_dir(v) / STAMP).exists()]
+
+
+@pytest.mark.parametrize("kafka_version", _fetched_kafka_versions() or [pytest.param("none", marks=pytest.mark.skip(reason="no Kafka jars fetched"))])
+def test_kafka_dump_tool_prints_the_same_text(tmp_path, kafka_version):
+    import re
+
+    from peer.kafka import fetch
+
+    from workbench.formats.batch import Record, encode_batch
+
+    seg_id = {"topicIdPartition": {"name": "orders", "id": T_TEXT, "partition": 2}, "id": S_TEXT}
+    values = [
+        SEGMENT_VALUE,
+        encode_remote_log_metadata(0, 0, {"remoteLogSegmentId": seg_id, "startOffset": 5, "endOffset": 9, "brokerId": 3,
+                                          "segmentLeaderEpochs": [{"leaderEpoch": 7, "offset": 5}], "customMetadata": b"xy",
+                                          "remoteLogSegmentState": 0}),
+        encode_remote_log_metadata(1, 0, {"remoteLogSegmentId": seg_id, "brokerId": 2, "eventTimestampMs": 7,
+                                          "customMetadata": b"abc", "remoteLogSegmentState": 1}),
+        encode_remote_log_metadata(1, 0, {"remoteLogSegmentId": seg_id, "brokerId": 2, "eventTimestampMs": 8, "remoteLogSegmentState": 3}),
+        encode_remote_log_metadata(2, 0, {"topicIdPartition": {"name": "orders", "id": T_TEXT, "partition": 2}, "brokerId": 1,
+                                          "eventTimestampMs": 9, "remotePartitionDeleteState": 2}),
+    ]
+    kafka = fetch(kafka_version)
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(encode_batch([Record(i, 1, None, v, []) for i, v in enumerate(values)], base_offset=0))
+    out = kafka.run_tool("dump-log", ["--remote-log-metadata-decoder", "--files", str(seg)], timeout=180, heap="256m").stdout
+    printed = re.findall(r"^\| offset: \d+ .*? payload: (.*)$", out, flags=re.M)
+    with_txn = kafka.major >= 4
+    assert printed == [remote_dump_text(decode_remote_log_metadata(v), with_txn_idx_empty=with_txn) for v in values]
