@@ -27,3 +27,18 @@ def spark():
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bundle():
+    """Scenario bundles captured from real Apache Kafka (built on first use, then cached).
+
+    Call as ``kafka_bundle("isr")`` or ``kafka_bundle("isr", "3.9.2")``; returns the directory.
+    """
+    from peer.kafka import DEFAULT_VERSION
+    from peer.scenario import build
+
+    def get(name: str, version: str = DEFAULT_VERSION):
+        return build(name, version)
+
+    return get

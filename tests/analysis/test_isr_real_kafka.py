@@ -1,0 +1,126 @@
+"""The ISR analysis judged by real Kafka: its JMX UnderMinIsrPartitionCount and kafka-topics output.
+
+The ``isr`` scenario runs a real KRaft cluster (3 controllers, 3 brokers), stops two brokers
+one after the other and restarts them, while JmxTool samples every broker's ReplicaManager
+metrics each second and ``kafka-topics.sh --describe`` is captured at known times.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from pathlib import Path
+
+import pytest
+
+import workbench
+from workbench.analysis import isr
+from workbench.formats.jmx import read_jmx_csv
+from workbench.formats.tooltext import parse_topics_describe
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+UNDER_MIN = ("kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount", "Value")
+#: Brokers apply a committed metadata record a little after the controller wrote it, and
+#: JmxTool stamps a sample when its poll starts: samples this close to a change are not compared.
+SKEW_MS = 1500
+
+
+@pytest.fixture(scope="module")
+def analysed(spark, kafka_bundle):
+    path = Path(kafka_bundle("isr"))
+    tables = workbench.load(workbench.open_bundle(path), spark)
+    states = isr.partition_states(tables.metadata)
+    counts = isr.under_min_isr_counts(states).toPandas()
+    return path, json.loads((path / "manifest.json").read_text()), states.toPandas(), counts, tables
+
+
+def ms(ts) -> int:
+    return int(ts.timestamp() * 1000)
+
+
+def test_bundle_reads_without_problems(analysed):
+    *_, tables = analysed
+    assert tables.problems.collect() == []
+
+
+def test_under_min_isr_count_matches_jmx(analysed):
+    path, manifest, _states, counts, _ = analysed
+    compared, nonzero = [], 0
+    for metric in manifest["metrics"]:
+        broker = metric["node"]
+        series = counts[counts.broker == broker].sort_values("time")
+        times = [ms(t) for t in series.time]
+        values = list(series["count"])
+        samples = [s for s in read_jmx_csv((path / metric["file"]).read_text())
+                   if (s.mbean, s.attribute) == UNDER_MIN]
+        assert samples, f"no UnderMinIsrPartitionCount samples for broker {broker}"
+        for s in samples:
+            if not times or s.timestamp_ms < times[0] - SKEW_MS:
+                continue  # before the broker led anything (our series starts at its first leadership)
+            i = bisect.bisect_right(times, s.timestamp_ms) - 1
+            near = [t for t in times if abs(t - s.timestamp_ms) <= SKEW_MS]
+            if near or i < 0:
+                continue
+            compared.append((broker, s.timestamp_ms, int(s.value), int(values[i])))
+            nonzero += s.value > 0
+    mismatches = [c for c in compared if c[2] != c[3]]
+    assert not mismatches, f"(broker, time, JMX, computed) differ: {mismatches}"
+    assert len(compared) >= 30 and nonzero >= 5, (len(compared), nonzero)
+
+
+def _states_at(states, t_ms: int) -> dict:
+    """Visible (leader, replicas, isr, elr) of every partition at time ``t_ms``."""
+    out = {}
+    for row in states.itertuples(index=False):
+        if ms(row.start) <= t_ms < ms(row.end) or (row.end_reason == "log_end" and ms(row.end) <= t_ms):
+            elr = [] if row.elr is None else list(row.elr)
+            out[(row.topic, int(row.partition))] = (int(row.leader), list(row.replicas), list(row.isr), elr,
+                                                    bool(row.under_min_isr), bool(row.under_replicated))
+    return out
+
+
+def _candidate_views(states, start_ms: int, end_ms: int) -> list[dict]:
+    """Every state the cluster was in while a tool ran (from its start to the next tool's start)."""
+    changes = sorted({ms(t) for t in states.start if start_ms < ms(t) < end_ms})
+    return [_states_at(states, t) for t in [start_ms, *changes]]
+
+
+def test_topics_describe_matches_a_state_of_its_run_window(analysed):
+    path, manifest, states, _counts, _ = analysed
+    tools = manifest["tools"]
+    checked = {"describe": 0, "--under-min-isr-partitions": 0, "--under-replicated-partitions": 0}
+    for i, tool in enumerate(tools):
+        if tool["tool"] != "kafka-topics" or "--describe" not in tool["args"]:
+            continue
+        end = tools[i + 1]["t_ms"] if i + 1 < len(tools) else manifest["events"][-1]["t_ms"]
+        parsed = parse_topics_describe((path / tool["file"]).read_text())
+        assert not parsed.problems
+        shown = {(p["topic"], p["partition"]): (p["leader"], p["replicas"], p["isr"], p["elr"] or [])
+                 for p in parsed.partitions}
+        views = _candidate_views(states, tool["t_ms"], end)
+        if "--under-min-isr-partitions" in tool["args"]:
+            kind = "--under-min-isr-partitions"
+            ok = any({k for k, v in view.items() if v[4]} == set(shown) for view in views)
+        elif "--under-replicated-partitions" in tool["args"]:
+            kind = "--under-replicated-partitions"
+            ok = any({k for k, v in view.items() if v[5]} == set(shown) for view in views)
+        else:
+            kind = "describe"
+            ok = any({k: v[:4] for k, v in view.items()} == shown for view in views)
+        assert ok, f"{tool['file']}: tool shows {shown}; computed states in its window: {views}"
+        checked[kind] += 1
+    assert all(n >= 2 for n in checked.values()), checked
+
+
+def test_incident_is_visible(analysed):
+    _path, manifest, states, counts, _ = analysed
+    stops = [e["t_ms"] for e in manifest["events"] if e["event"] == "broker_hard_stop"]
+    restart = min(e["t_ms"] for e in manifest["events"] if e["event"] == "broker_restart")
+    under = states[states.under_min_isr & (states.leader >= 0)]
+    first_under = min(ms(t) for t in under.start)
+    # the second broker's stop drives orders under min ISR 2 (payments, min ISR 3, after the first)
+    orders_under = min(ms(t) for t in under[under.topic == "orders"].start)
+    assert stops[1] < orders_under < restart
+    assert stops[0] < first_under < stops[1]
+    assert counts["count"].max() == 5   # every partition is led by the last broker standing
