@@ -52,8 +52,12 @@ def test_leader_change_known_bytes():
     assert len(value) == 19
     rec = decode_control_record(key(2), value)
     assert rec.error is None and rec.type_name == "LEADER_CHANGE"
-    assert rec.fields == {"version": 0, "leaderId": 1, "voters": [{"voterId": 1, "voterDirectoryId": "AAAAAAAAAAAAAAAAAAAAAA"}],
-                          "grantingVoters": [{"voterId": 1, "voterDirectoryId": "AAAAAAAAAAAAAAAAAAAAAA"}]}
+    assert rec.fields == {
+        "version": 0,
+        "leaderId": 1,
+        "voters": [{"voterId": 1, "voterDirectoryId": "AAAAAAAAAAAAAAAAAAAAAA"}],
+        "grantingVoters": [{"voterId": 1, "voterDirectoryId": "AAAAAAAAAAAAAAAAAAAAAA"}],
+    }
     assert control_json(rec) == '{"version":0,"leaderId":1,"voters":[{"voterId":1}],"grantingVoters":[{"voterId":1}]}'
     assert dump_control_text(rec) == "controlType: LEADER_CHANGE(2)"
     assert dump_control_text(rec, leader_change_json=True) == (
@@ -81,19 +85,32 @@ def test_voters_known_bytes():
     value = (
         b"\x00\x00"  # version
         + b"\x02"  # one voter
-        + b"\x00\x00\x00\x01" + U1  # voterId, voterDirectoryId
-        + b"\x02" + b"\x0bCONTROLLER" + b"\x0alocalhost" + b"\x23\x85" + b"\x00"  # one endpoint
-        + b"\x00\x00" + b"\x00\x01" + b"\x00"  # kRaftVersionFeature struct + its tags
+        + b"\x00\x00\x00\x01"
+        + U1  # voterId, voterDirectoryId
+        + b"\x02"
+        + b"\x0bCONTROLLER"
+        + b"\x0alocalhost"
+        + b"\x23\x85"
+        + b"\x00"  # one endpoint
+        + b"\x00\x00"
+        + b"\x00\x01"
+        + b"\x00"  # kRaftVersionFeature struct + its tags
         + b"\x00"  # voter tags
         + b"\x00"  # top-level tags
     )
     rec = decode_control_record(key(6), value)
     assert rec.error is None and rec.type_name == "KRAFT_VOTERS"
-    assert rec.fields == {"version": 0, "voters": [{
-        "voterId": 1, "voterDirectoryId": U1_TEXT,
-        "endpoints": [{"name": "CONTROLLER", "host": "localhost", "port": 9093}],
-        "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": 1},
-    }]}
+    assert rec.fields == {
+        "version": 0,
+        "voters": [
+            {
+                "voterId": 1,
+                "voterDirectoryId": U1_TEXT,
+                "endpoints": [{"name": "CONTROLLER", "host": "localhost", "port": 9093}],
+                "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": 1},
+            }
+        ],
+    }
     assert dump_control_text(rec) == (
         'KRaftVoters {"version":0,"voters":[{"voterId":1,"voterDirectoryId":"' + U1_TEXT + '",'
         '"endpoints":[{"name":"CONTROLLER","host":"localhost","port":9093}],'
@@ -105,14 +122,27 @@ def test_voters_known_bytes():
 SAMPLES = {
     "ABORT": {"version": 0, "coordinatorEpoch": 9},
     "COMMIT": {"version": 0, "coordinatorEpoch": 2147483647},
-    "LEADER_CHANGE": {"version": 0, "leaderId": 3, "voters": [{"voterId": 1}, {"voterId": 2}, {"voterId": 3}],
-                      "grantingVoters": [{"voterId": 3}, {"voterId": 1}]},
+    "LEADER_CHANGE": {
+        "version": 0,
+        "leaderId": 3,
+        "voters": [{"voterId": 1}, {"voterId": 2}, {"voterId": 3}],
+        "grantingVoters": [{"voterId": 3}, {"voterId": 1}],
+    },
     "SNAPSHOT_HEADER": {"version": 0, "lastContainedLogTimestamp": 1},
     "SNAPSHOT_FOOTER": {"version": 0},
     "KRAFT_VERSION": {"version": 0, "kRaftVersion": 1},
-    "KRAFT_VOTERS": {"version": 0, "voters": [
-        {"voterId": i, "voterDirectoryId": U1_TEXT, "endpoints": [{"name": "C", "host": f"h{i}", "port": 9000 + i}],
-         "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": 1}} for i in range(3)]},
+    "KRAFT_VOTERS": {
+        "version": 0,
+        "voters": [
+            {
+                "voterId": i,
+                "voterDirectoryId": U1_TEXT,
+                "endpoints": [{"name": "C", "host": f"h{i}", "port": 9000 + i}],
+                "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": 1},
+            }
+            for i in range(3)
+        ],
+    },
 }
 
 

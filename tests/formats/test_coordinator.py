@@ -58,21 +58,41 @@ def test_offset_commit_v3_known_bytes_and_dump_json():
     value = i16(3) + i64(42) + i32(0) + s16("") + i64(1718000000000)
     rec = decode_offsets_record(OFFSET_KEY, value)
     assert rec.error is None
-    assert (rec.record_type, rec.name, rec.key_name, rec.value_name) == (1, "OffsetCommit", "OffsetCommitKey", "OffsetCommitValue")
+    assert (rec.record_type, rec.name, rec.key_name, rec.value_name) == (
+        1,
+        "OffsetCommit",
+        "OffsetCommitKey",
+        "OffsetCommitValue",
+    )
     assert rec.key == {"group": "g1", "topic": "orders", "partition": 0}
     assert rec.value_version == 3 and not rec.tombstone
-    assert rec.value == {"offset": 42, "leaderEpoch": 0, "metadata": "", "commitTimestamp": 1718000000000, "expireTimestamp": -1,
-                         "topicId": "AAAAAAAAAAAAAAAAAAAAAA"}
+    assert rec.value == {
+        "offset": 42,
+        "leaderEpoch": 0,
+        "metadata": "",
+        "commitTimestamp": 1718000000000,
+        "expireTimestamp": -1,
+        "topicId": "AAAAAAAAAAAAAAAAAAAAAA",
+    }
     assert offsets_dump_key(rec) == '{"type":"1","data":{"group":"g1","topic":"orders","partition":0}}'
-    assert offsets_dump_payload(rec) == '{"version":"3","data":{"offset":42,"leaderEpoch":0,"metadata":"","commitTimestamp":1718000000000}}'
+    assert (
+        offsets_dump_payload(rec)
+        == '{"version":"3","data":{"offset":42,"leaderEpoch":0,"metadata":"","commitTimestamp":1718000000000}}'
+    )
     assert encode_offsets_record(1, rec.key, rec.value) == (OFFSET_KEY, value)
 
 
 def test_offset_commit_v0_v1_v2_v4():
     v0 = i16(0) + i64(5) + s16("m") + i64(100)
     rec = decode_offsets_record(OFFSET_KEY, v0)
-    assert rec.value == {"offset": 5, "leaderEpoch": -1, "metadata": "m", "commitTimestamp": 100, "expireTimestamp": -1,
-                         "topicId": "AAAAAAAAAAAAAAAAAAAAAA"}
+    assert rec.value == {
+        "offset": 5,
+        "leaderEpoch": -1,
+        "metadata": "m",
+        "commitTimestamp": 100,
+        "expireTimestamp": -1,
+        "topicId": "AAAAAAAAAAAAAAAAAAAAAA",
+    }
     v1 = i16(1) + i64(5) + s16("m") + i64(100) + i64(200)
     assert decode_offsets_record(OFFSET_KEY, v1).value["expireTimestamp"] == 200
     assert offsets_dump_payload(decode_offsets_record(OFFSET_KEY, v1)) == (
@@ -89,8 +109,12 @@ def test_offset_commit_v0_v1_v2_v4():
 def test_legacy_key_type_0():
     rec = decode_offsets_record(i16(0) + s16("g") + s16("t") + i32(2), i16(0) + i64(1) + s16("") + i64(2))
     assert rec.name == "LegacyOffsetCommit" and rec.key == {"group": "g", "topic": "t", "partition": 2}
-    assert rec.value == {"offset": 1, "metadata": "", "commitTimestamp": 2} and rec.value_name == "LegacyOffsetCommitValue"
-    assert "unsupported version 1" in decode_offsets_record(i16(0) + s16("g") + s16("t") + i32(2), i16(1) + i64(1)).error
+    assert (
+        rec.value == {"offset": 1, "metadata": "", "commitTimestamp": 2} and rec.value_name == "LegacyOffsetCommitValue"
+    )
+    assert (
+        "unsupported version 1" in decode_offsets_record(i16(0) + s16("g") + s16("t") + i32(2), i16(1) + i64(1)).error
+    )
 
 
 def test_tombstones():
@@ -106,46 +130,94 @@ def test_group_metadata_v3_with_consumer_protocol():
     subscription = i16(1) + i32(1) + s16("orders") + i32(-1) + i32(1) + s16("orders") + i32(1) + i32(0)
     assignment = i16(0) + i32(1) + s16("orders") + i32(2) + i32(0) + i32(1) + i32(-1)
     value = (
-        i16(3) + s16("consumer") + i32(5) + s16("range") + s16("m1")
+        i16(3)
+        + s16("consumer")
+        + i32(5)
+        + s16("range")
+        + s16("m1")
         + i64(1718000000000)
         + i32(1)
-        + s16("m1") + i16(-1) + s16("client-1") + s16("/127.0.0.1") + i32(300000) + i32(45000)
-        + i32(len(subscription)) + subscription + i32(len(assignment)) + assignment
+        + s16("m1")
+        + i16(-1)
+        + s16("client-1")
+        + s16("/127.0.0.1")
+        + i32(300000)
+        + i32(45000)
+        + i32(len(subscription))
+        + subscription
+        + i32(len(assignment))
+        + assignment
     )
     rec = decode_offsets_record(i16(2) + s16("g1"), value)
     assert rec.error is None and rec.value_version == 3
     v = rec.value
     assert (v["protocolType"], v["generation"], v["protocol"], v["leader"], v["currentStateTimestamp"]) == (
-        "consumer", 5, "range", "m1", 1718000000000)
+        "consumer",
+        5,
+        "range",
+        "m1",
+        1718000000000,
+    )
     member = v["members"][0]
     assert member["memberId"] == "m1" and member["groupInstanceId"] is None
     assert (member["clientId"], member["clientHost"], member["rebalanceTimeout"], member["sessionTimeout"]) == (
-        "client-1", "/127.0.0.1", 300000, 45000)
-    assert decode_consumer_subscription(member["subscription"]) == (1, {
-        "topics": ["orders"], "userData": None, "ownedPartitions": [{"topic": "orders", "partitions": [0]}],
-        "generationId": -1, "rackId": None})
-    assert decode_consumer_assignment(member["assignment"]) == (0, {
-        "assignedPartitions": [{"topic": "orders", "partitions": [0, 1]}], "userData": None})
+        "client-1",
+        "/127.0.0.1",
+        300000,
+        45000,
+    )
+    assert decode_consumer_subscription(member["subscription"]) == (
+        1,
+        {
+            "topics": ["orders"],
+            "userData": None,
+            "ownedPartitions": [{"topic": "orders", "partitions": [0]}],
+            "generationId": -1,
+            "rackId": None,
+        },
+    )
+    assert decode_consumer_assignment(member["assignment"]) == (
+        0,
+        {"assignedPartitions": [{"topic": "orders", "partitions": [0, 1]}], "userData": None},
+    )
     expanded = expand_group_metadata(v)
     assert expanded["members"][0]["assignment"]["assignedPartitions"][0]["partitions"] == [0, 1]
     assert v["members"][0]["assignment"] == assignment  # the original is not modified
     assert encode_offsets_record("GroupMetadata", rec.key, v)[1] == value
     payload = json.loads(offsets_dump_payload(rec))
-    assert list(payload["data"]) == ["protocolType", "generation", "protocol", "leader", "currentStateTimestamp", "members"]
+    assert list(payload["data"]) == [
+        "protocolType",
+        "generation",
+        "protocol",
+        "leader",
+        "currentStateTimestamp",
+        "members",
+    ]
 
 
 def test_group_metadata_v0_empty_group():
     value = i16(0) + s16("consumer") + i32(0) + i16(-1) + i16(-1) + i32(0)
     rec = decode_offsets_record(i16(2) + s16("g"), value)
     assert rec.error is None
-    assert rec.value == {"protocolType": "consumer", "generation": 0, "protocol": None, "leader": None,
-                         "currentStateTimestamp": -1, "members": []}
+    assert rec.value == {
+        "protocolType": "consumer",
+        "generation": 0,
+        "protocol": None,
+        "leader": None,
+        "currentStateTimestamp": -1,
+        "members": [],
+    }
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 7])
 def test_consumer_subscription_versions(version):
-    fields = {"topics": ["a", "b"], "userData": b"\x01", "ownedPartitions": [{"topic": "a", "partitions": [3]}],
-              "generationId": 9, "rackId": "r1"}
+    fields = {
+        "topics": ["a", "b"],
+        "userData": b"\x01",
+        "ownedPartitions": [{"topic": "a", "partitions": [3]}],
+        "generationId": 9,
+        "rackId": "r1",
+    }
     known = min(version, 3)
     blob = encode_consumer_subscription(fields, known)
     if version > 3:  # a newer version is read with the newest known layout
@@ -168,7 +240,12 @@ def test_consumer_protocol_errors():
     # undecodable blobs stay bytes in the expansion
     v = {"protocolType": "consumer", "members": [{"subscription": b"\x00", "assignment": b""}]}
     assert expand_group_metadata(v)["members"][0]["subscription"] == b"\x00"
-    assert expand_group_metadata({"protocolType": "connect", "members": [{"subscription": b"\x00\x01"}]})["members"][0]["subscription"] == b"\x00\x01"
+    assert (
+        expand_group_metadata({"protocolType": "connect", "members": [{"subscription": b"\x00\x01"}]})["members"][0][
+            "subscription"
+        ]
+        == b"\x00\x01"
+    )
 
 
 def test_consumer_group_metadata_known_bytes_with_newer_tags():
@@ -185,34 +262,89 @@ def test_consumer_group_metadata_known_bytes_with_newer_tags():
 
 def test_consumer_group_member_metadata_with_classic_tag():
     value_fields = {
-        "instanceId": None, "rackId": "r", "clientId": "c", "clientHost": "/h", "subscribedTopicNames": ["t"],
-        "subscribedTopicRegex": None, "rebalanceTimeoutMs": 1000, "serverAssignor": "uniform",
-        "classicMemberMetadata": {"sessionTimeoutMs": 45000, "supportedProtocols": [{"name": "range", "metadata": b"\x00\x01"}]},
+        "instanceId": None,
+        "rackId": "r",
+        "clientId": "c",
+        "clientHost": "/h",
+        "subscribedTopicNames": ["t"],
+        "subscribedTopicRegex": None,
+        "rebalanceTimeoutMs": 1000,
+        "serverAssignor": "uniform",
+        "classicMemberMetadata": {
+            "sessionTimeoutMs": 45000,
+            "supportedProtocols": [{"name": "range", "metadata": b"\x00\x01"}],
+        },
     }
     k, v = encode_offsets_record("ConsumerGroupMemberMetadata", {"groupId": "g", "memberId": "m"}, value_fields)
     assert k == i16(5) + s16("g") + s16("m")
     classic = i32(45000) + b"\x02" + b"\x06range" + b"\x03\x00\x01" + b"\x00" + b"\x00"
-    expected = (i16(0) + b"\x00" + b"\x02r" + b"\x02c" + b"\x03/h" + b"\x02\x02t" + b"\x00" + i32(1000) + b"\x08uniform"
-                + b"\x01\x00" + bytes([1 + len(classic)]) + b"\x01" + classic)
+    expected = (
+        i16(0)
+        + b"\x00"
+        + b"\x02r"
+        + b"\x02c"
+        + b"\x03/h"
+        + b"\x02\x02t"
+        + b"\x00"
+        + i32(1000)
+        + b"\x08uniform"
+        + b"\x01\x00"
+        + bytes([1 + len(classic)])
+        + b"\x01"
+        + classic
+    )
     assert v == expected
     assert decode_offsets_record(k, v).value == value_fields
 
 
 def test_transaction_log_v0_and_v1():
     key = i16(0) + s16("tx-1")
-    v0 = (i16(0) + i64(1000) + i16(2) + i32(60000) + b"\x01"
-          + i32(1) + s16("orders") + i32(2) + i32(0) + i32(1) + i64(1718000000100) + i64(1718000000000))
+    v0 = (
+        i16(0)
+        + i64(1000)
+        + i16(2)
+        + i32(60000)
+        + b"\x01"
+        + i32(1)
+        + s16("orders")
+        + i32(2)
+        + i32(0)
+        + i32(1)
+        + i64(1718000000100)
+        + i64(1718000000000)
+    )
     rec = decode_transaction_record(key, v0)
     assert rec.error is None and rec.key == {"transactionalId": "tx-1"}
-    assert rec.value == {"producerId": 1000, "previousProducerId": -1, "nextProducerId": -1, "producerEpoch": 2,
-                         "transactionTimeoutMs": 60000, "transactionStatus": 1,
-                         "transactionPartitions": [{"topic": "orders", "partitionIds": [0, 1]}],
-                         "transactionLastUpdateTimestampMs": 1718000000100, "transactionStartTimestampMs": 1718000000000,
-                         "clientTransactionVersion": 0, "nextProducerEpoch": -1}
+    assert rec.value == {
+        "producerId": 1000,
+        "previousProducerId": -1,
+        "nextProducerId": -1,
+        "producerEpoch": 2,
+        "transactionTimeoutMs": 60000,
+        "transactionStatus": 1,
+        "transactionPartitions": [{"topic": "orders", "partitionIds": [0, 1]}],
+        "transactionLastUpdateTimestampMs": 1718000000100,
+        "transactionStartTimestampMs": 1718000000000,
+        "clientTransactionVersion": 0,
+        "nextProducerEpoch": -1,
+    }
     assert encode_transaction_record(rec.key, rec.value, 0) == (key, v0)
     assert offsets_dump_key(rec) == '{"type":"0","data":{"transactionalId":"tx-1"}}'
-    v1 = (i16(1) + i64(1000) + i16(2) + i32(60000) + b"\x04" + b"\x00" + i64(5) + i64(6)
-          + b"\x02" + b"\x00\x08" + i64(999) + b"\x02\x02" + i16(2))
+    v1 = (
+        i16(1)
+        + i64(1000)
+        + i16(2)
+        + i32(60000)
+        + b"\x04"
+        + b"\x00"
+        + i64(5)
+        + i64(6)
+        + b"\x02"
+        + b"\x00\x08"
+        + i64(999)
+        + b"\x02\x02"
+        + i16(2)
+    )
     rec = decode_transaction_record(key, v1)
     assert rec.error is None
     assert rec.value["transactionPartitions"] is None and rec.value["previousProducerId"] == 999
@@ -226,13 +358,36 @@ def test_transaction_log_v0_and_v1():
 
 
 def test_share_state_records():
-    k, v = encode_share_state_record("ShareSnapshot", {"groupId": "sg", "topicId": U1_TEXT, "partition": 1},
-                                     {"snapshotEpoch": 1, "stateEpoch": 2, "leaderEpoch": 3, "startOffset": 4,
-                                      "createTimestamp": 5, "writeTimestamp": 6,
-                                      "stateBatches": [{"firstOffset": 4, "lastOffset": 9, "deliveryState": 2, "deliveryCount": 1}]})
+    k, v = encode_share_state_record(
+        "ShareSnapshot",
+        {"groupId": "sg", "topicId": U1_TEXT, "partition": 1},
+        {
+            "snapshotEpoch": 1,
+            "stateEpoch": 2,
+            "leaderEpoch": 3,
+            "startOffset": 4,
+            "createTimestamp": 5,
+            "writeTimestamp": 6,
+            "stateBatches": [{"firstOffset": 4, "lastOffset": 9, "deliveryState": 2, "deliveryCount": 1}],
+        },
+    )
     assert k == i16(0) + s16("sg") + U1 + i32(1)
-    assert v == (i16(0) + i32(1) + i32(2) + i32(3) + i64(4) + i64(5) + i64(6)
-                 + b"\x02" + i64(4) + i64(9) + b"\x02" + i16(1) + b"\x00" + b"\x00")
+    assert v == (
+        i16(0)
+        + i32(1)
+        + i32(2)
+        + i32(3)
+        + i64(4)
+        + i64(5)
+        + i64(6)
+        + b"\x02"
+        + i64(4)
+        + i64(9)
+        + b"\x02"
+        + i16(1)
+        + b"\x00"
+        + b"\x00"
+    )
     rec = decode_share_state_record(k, v)
     assert rec.error is None and rec.value["stateBatches"][0]["lastOffset"] == 9
     assert rec.value["deliveryCompleteCount"] == -1
@@ -268,7 +423,9 @@ def test_encode_errors():
     with pytest.raises(ConfigError):
         encode_transaction_record({"transactionalId": "t"}, {"previousProducerId": 5}, 0)  # tagged from v1 only
     # ignorable fields absent in the version are dropped silently, as Kafka does
-    k, v = encode_offsets_record(1, {"group": "g", "topic": "t", "partition": 0}, {"offset": 1, "expireTimestamp": 5}, 3)
+    k, v = encode_offsets_record(
+        1, {"group": "g", "topic": "t", "partition": 0}, {"offset": 1, "expireTimestamp": 5}, 3
+    )
     assert decode_offsets_record(k, v).value["expireTimestamp"] == -1
 
 
@@ -294,7 +451,9 @@ def _sample(f: Field, version: int, seed: int) -> object:
         return bytes([seed % 256, 0xFF])
     if t == "uuid":
         return U1_TEXT
-    return {s.json_name: _sample(s, version, seed + 1) for s in f.fields if VersionRange.parse(s.versions).contains(version)}
+    return {
+        s.json_name: _sample(s, version, seed + 1) for s in f.fields if VersionRange.parse(s.versions).contains(version)
+    }
 
 
 def _with_defaults(fields, values: dict, version: int) -> dict:
@@ -313,7 +472,11 @@ def _with_defaults(fields, values: dict, version: int) -> dict:
 
 
 def _cases():
-    for label, registry in (("offsets", OFFSETS_RECORD_TYPES), ("txn", TRANSACTION_RECORD_TYPES), ("share", SHARE_STATE_RECORD_TYPES)):
+    for label, registry in (
+        ("offsets", OFFSETS_RECORD_TYPES),
+        ("txn", TRANSACTION_RECORD_TYPES),
+        ("share", SHARE_STATE_RECORD_TYPES),
+    ):
         for rt in registry.values():
             lo, hi = rt.value.valid_versions
             for version in range(lo, hi + 1):
@@ -327,11 +490,16 @@ _DECODERS = {"offsets": decode_offsets_record, "txn": decode_transaction_record,
 def test_round_trip_every_record_type(label, rt, version):
     from workbench.formats.coordinator import _encode_coordinator
 
-    registry = {"offsets": OFFSETS_RECORD_TYPES, "txn": TRANSACTION_RECORD_TYPES, "share": SHARE_STATE_RECORD_TYPES}[label]
+    registry = {"offsets": OFFSETS_RECORD_TYPES, "txn": TRANSACTION_RECORD_TYPES, "share": SHARE_STATE_RECORD_TYPES}[
+        label
+    ]
     kv = rt.key.valid_versions[0]
     key = {f.json_name: _sample(f, kv, i) for i, f in enumerate(rt.key.fields)}
-    value = {f.json_name: _sample(f, version, i) for i, f in enumerate(rt.value.fields)
-             if VersionRange.parse(f.versions).contains(version)}
+    value = {
+        f.json_name: _sample(f, version, i)
+        for i, f in enumerate(rt.value.fields)
+        if VersionRange.parse(f.versions).contains(version)
+    }
     k, v = _encode_coordinator(registry, rt.record_type, key, value, version, None)
     rec = _DECODERS[label](k, v)
     assert rec.error is None, rec.error
@@ -343,7 +511,9 @@ def test_round_trip_every_record_type(label, rt, version):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(sorted(OFFSETS_RECORD_TYPES)), st.binary(max_size=40), st.one_of(st.none(), st.binary(max_size=80)))
+@given(
+    st.sampled_from(sorted(OFFSETS_RECORD_TYPES)), st.binary(max_size=40), st.one_of(st.none(), st.binary(max_size=80))
+)
 def test_random_bytes_never_raise(record_type, key_body, value):
     rec = decode_offsets_record(i16(record_type) + key_body, value)
     offsets_dump_key(rec)
@@ -408,7 +578,9 @@ def _dump_lines(kafka, records, decoder: str, tmp_path, name: str) -> dict[int, 
     directory = tmp_path / name
     directory.mkdir()
     seg = directory / "00000000000000000000.log"
-    seg.write_bytes(encode_batch([Record(i, 1_700_000_000_000, k, v, []) for i, (k, v) in enumerate(records)], base_offset=0))
+    seg.write_bytes(
+        encode_batch([Record(i, 1_700_000_000_000, k, v, []) for i, (k, v) in enumerate(records)], base_offset=0)
+    )
     result = kafka.run_tool("dump-log", [decoder, "--files", str(seg)], timeout=180, heap="256m")
     lines = {}
     for line in result.stdout.splitlines():
@@ -419,17 +591,21 @@ def _dump_lines(kafka, records, decoder: str, tmp_path, name: str) -> dict[int, 
     return lines
 
 
-@pytest.mark.parametrize("kafka_version", _fetched_kafka_4() or [pytest.param("none", marks=pytest.mark.skip(reason="no Kafka 4.x jars fetched"))])
+@pytest.mark.parametrize(
+    "kafka_version",
+    _fetched_kafka_4() or [pytest.param("none", marks=pytest.mark.skip(reason="no Kafka 4.x jars fetched"))],
+)
 def test_kafka_dump_tool_decodes_every_encoded_record(tmp_path, kafka_version):
     from peer.kafka import fetch
-
     from workbench.formats.coordinator import _encode_coordinator
 
     kafka = fetch(kafka_version)
     known = _release_schemas(str(kafka.lib))
-    cases = {"--offsets-decoder": (OFFSETS_RECORD_TYPES, decode_offsets_record),
-             "--transaction-log-decoder": (TRANSACTION_RECORD_TYPES, decode_transaction_record),
-             "--share-group-state-decoder": (SHARE_STATE_RECORD_TYPES, decode_share_state_record)}
+    cases = {
+        "--offsets-decoder": (OFFSETS_RECORD_TYPES, decode_offsets_record),
+        "--transaction-log-decoder": (TRANSACTION_RECORD_TYPES, decode_transaction_record),
+        "--share-group-state-decoder": (SHARE_STATE_RECORD_TYPES, decode_share_state_record),
+    }
     checked = 0
     for decoder, (registry, decode_fn) in cases.items():
         records = []
@@ -441,23 +617,66 @@ def test_kafka_dump_tool_decodes_every_encoded_record(tmp_path, kafka_version):
             lo, hi = rt.value.valid_versions
             theirs = known[rt.value.name]
             for version in range(lo, min(hi, theirs.valid_versions[1]) + 1):
-                value = {f.json_name: _sample(f, version, i) for i, f in enumerate(rt.value.fields)
-                         if VersionRange.parse(f.versions).contains(version)}
+                value = {
+                    f.json_name: _sample(f, version, i)
+                    for i, f in enumerate(rt.value.fields)
+                    if VersionRange.parse(f.versions).contains(version)
+                }
                 value = _prune(value, rt.value.fields, theirs.fields)
                 records.append(_encode_coordinator(registry, rt.record_type, key, value, version, None))
             records.append(_encode_coordinator(registry, rt.record_type, key, None, None, None))  # tombstone
         if decoder == "--offsets-decoder":
-            member = {"memberId": "m1", "groupInstanceId": "i1", "clientId": "c", "clientHost": "/h",
-                      "rebalanceTimeout": 300, "sessionTimeout": 45,
-                      "subscription": encode_consumer_subscription({"topics": ["t"], "ownedPartitions": [{"topic": "t", "partitions": [0]}],
-                                                                    "generationId": 4, "rackId": "r"}, 3),
-                      "assignment": encode_consumer_assignment({"assignedPartitions": [{"topic": "t", "partitions": [0, 1]}]}, 1)}
-            records.append(encode_offsets_record(2, {"group": "g"}, {"protocolType": "consumer", "generation": 5, "protocol": "range",
-                                                                     "leader": "m1", "members": [member]}))
+            member = {
+                "memberId": "m1",
+                "groupInstanceId": "i1",
+                "clientId": "c",
+                "clientHost": "/h",
+                "rebalanceTimeout": 300,
+                "sessionTimeout": 45,
+                "subscription": encode_consumer_subscription(
+                    {
+                        "topics": ["t"],
+                        "ownedPartitions": [{"topic": "t", "partitions": [0]}],
+                        "generationId": 4,
+                        "rackId": "r",
+                    },
+                    3,
+                ),
+                "assignment": encode_consumer_assignment(
+                    {"assignedPartitions": [{"topic": "t", "partitions": [0, 1]}]}, 1
+                ),
+            }
+            records.append(
+                encode_offsets_record(
+                    2,
+                    {"group": "g"},
+                    {
+                        "protocolType": "consumer",
+                        "generation": 5,
+                        "protocol": "range",
+                        "leader": "m1",
+                        "members": [member],
+                    },
+                )
+            )
             # an empty assignment stays "", an undecodable blob stays base64
-            records.append(encode_offsets_record(2, {"group": "g"}, {"protocolType": "consumer", "members": [
-                {"memberId": "m", "subscription": encode_consumer_subscription({"topics": ["t"]}, 0), "assignment": b""},
-                {"memberId": "n", "subscription": b"\x00\x07junk", "assignment": b"\x00"}]}))
+            records.append(
+                encode_offsets_record(
+                    2,
+                    {"group": "g"},
+                    {
+                        "protocolType": "consumer",
+                        "members": [
+                            {
+                                "memberId": "m",
+                                "subscription": encode_consumer_subscription({"topics": ["t"]}, 0),
+                                "assignment": b"",
+                            },
+                            {"memberId": "n", "subscription": b"\x00\x07junk", "assignment": b"\x00"},
+                        ],
+                    },
+                )
+            )
         lines = _dump_lines(kafka, records, decoder, tmp_path, decoder.strip("-"))
         mismatches = []
         for offset, (k, v) in enumerate(records):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -35,7 +35,13 @@ cluster.id=MkU3OEVBNTcwNTJENDM2Qg
 def test_meta_properties_v1():
     m = parse_meta_properties(META_V1)
     assert (m.version, m.node_id, m.cluster_id, m.directory_id, m.extra, m.problems) == (
-        1, 2, "MkU3OEVBNTcwNTJENDM2Qg", "J8aAPcfLQt2bqs1JT_rMgQ", {}, [])
+        1,
+        2,
+        "MkU3OEVBNTcwNTJENDM2Qg",
+        "J8aAPcfLQt2bqs1JT_rMgQ",
+        {},
+        [],
+    )
 
 
 def test_meta_properties_v0_and_problems():
@@ -50,13 +56,23 @@ def test_meta_properties_v0_and_problems():
 
 def test_java_properties_syntax():
     text = "! comment\n  a = 1\nb:2\nc 3\nd\\=e=4\nlong=x\\\n    y\nuni=\\u00e9\nempty=\n"
-    assert parse_java_properties(text) == {"a": "1", "b": "2", "c": "3", "d=e": "4", "long": "xy", "uni": "é", "empty": ""}
+    assert parse_java_properties(text) == {
+        "a": "1",
+        "b": "2",
+        "c": "3",
+        "d=e": "4",
+        "long": "xy",
+        "uni": "é",
+        "empty": "",
+    }
 
 
 def test_meta_properties_writer_round_trip():
-    when = datetime(2024, 6, 11, 8, 15, 2, tzinfo=timezone.utc)
-    text = format_meta_properties({"node.id": 2, "directory.id": "J8aAPcfLQt2bqs1JT_rMgQ", "version": 1,
-                                   "cluster.id": "MkU3OEVBNTcwNTJENDM2Qg"}, when)
+    when = datetime(2024, 6, 11, 8, 15, 2, tzinfo=UTC)
+    text = format_meta_properties(
+        {"node.id": 2, "directory.id": "J8aAPcfLQt2bqs1JT_rMgQ", "version": 1, "cluster.id": "MkU3OEVBNTcwNTJENDM2Qg"},
+        when,
+    )
     assert text == META_V1
     odd = format_meta_properties({"k:ey": "a=b #c"}, when)
     assert odd.splitlines()[-1] == "k\\:ey=a\\=b \\#c"
@@ -64,19 +80,35 @@ def test_meta_properties_writer_round_trip():
 
 
 def test_quorum_state_v0_round_trip():
-    text = '{"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,"currentVoters":[{"voterId":1},{"voterId":2},{"voterId":3}],"data_version":0}'
+    text = (
+        '{"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,'
+        '"currentVoters":[{"voterId":1},{"voterId":2},{"voterId":3}],"data_version":0}'
+    )
     q = parse_quorum_state(text)
-    assert (q.data_version, q.leader_id, q.leader_epoch, q.voted_id, q.current_voters, q.problems) == (0, 1, 2, -1, [1, 2, 3], [])
+    assert (q.data_version, q.leader_id, q.leader_epoch, q.voted_id, q.current_voters, q.problems) == (
+        0,
+        1,
+        2,
+        -1,
+        [1, 2, 3],
+        [],
+    )
     assert format_quorum_state(q) == text
 
 
 def test_quorum_state_v1_round_trip():
     text = '{"leaderId":-1,"leaderEpoch":2,"votedId":1,"votedDirectoryId":"J8aAPcfLQt2bqs1JT_rMgQ","data_version":1}'
     q = parse_quorum_state(text)
-    assert (q.data_version, q.voted_id, q.voted_directory_id, q.current_voters) == (1, 1, "J8aAPcfLQt2bqs1JT_rMgQ", None)
+    assert (q.data_version, q.voted_id, q.voted_directory_id, q.current_voters) == (
+        1,
+        1,
+        "J8aAPcfLQt2bqs1JT_rMgQ",
+        None,
+    )
     assert format_quorum_state(q) == text
     assert format_quorum_state(QuorumState(1, leader_id=3, leader_epoch=9)) == (
-        '{"leaderId":3,"leaderEpoch":9,"votedId":-1,"votedDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA","data_version":1}')
+        '{"leaderId":3,"leaderEpoch":9,"votedId":-1,"votedDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA","data_version":1}'
+    )
 
 
 def test_quorum_state_damaged():

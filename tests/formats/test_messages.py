@@ -116,7 +116,14 @@ def test_non_flexible_known_bytes():
     decoded, unknown, end = decode(NESTED, 0, data)
     assert end == len(data) and unknown == {}
     # fields absent in v0 hold their defaults
-    assert decoded == {"id": 5, "name": "ab", "added": 7, "items": [{"key": "k", "weight": -2, "note": None}], "owner": None, "flag": False}
+    assert decoded == {
+        "id": 5,
+        "name": "ab",
+        "added": 7,
+        "items": [{"key": "k", "weight": -2, "note": None}],
+        "owner": None,
+        "flag": False,
+    }
 
 
 def test_non_flexible_null_array_and_string():
@@ -141,8 +148,10 @@ def test_flexible_known_bytes_with_nested_tags_and_nullable_struct():
         b"\x00"  # Name null (compact)
         b"\x00\x00\x00\x00\x00\x00\x00\x02"  # Added
         b"\x03"  # Items: 2 elements
-        b"\x02k\x00\x03" b"\x01\x00\x03\x03hi"  # item 1 + tagged Note (tag 0, 3 bytes)
-        b"\x01\x00\x00" b"\x00"  # item 2, no tags
+        b"\x02k\x00\x03"
+        b"\x01\x00\x03\x03hi"  # item 1 + tagged Note (tag 0, 3 bytes)
+        b"\x01\x00\x00"
+        b"\x00"  # item 2, no tags
         b"\x01\x02h\x23\x84\x00"  # Owner present marker, Host, Port, empty tag section
         b"\x01\x01\x01\x01"  # top-level: one tag (1) of 1 byte = true
     )
@@ -167,9 +176,14 @@ def test_unknown_tags_preserved_at_every_level():
     base = encode(NESTED, 2, {"items": [{"key": "a"}], "owner": {"host": "x"}})
     # rebuild by hand with unknown tags in an element, the nested struct and the top level
     data = (
-        b"\xff\xff\xff\xff" b"\x01" b"\x00\x00\x00\x00\x00\x00\x00\x07"
-        b"\x02" b"\x02a\x00\x00" b"\x01\x09\x02\xaa\xbb"  # element: unknown tag 9
-        b"\x01\x02x\x00\x00" b"\x01\x04\x00"  # owner: unknown tag 4, empty value
+        b"\xff\xff\xff\xff"
+        b"\x01"
+        b"\x00\x00\x00\x00\x00\x00\x00\x07"
+        b"\x02"
+        b"\x02a\x00\x00"
+        b"\x01\x09\x02\xaa\xbb"  # element: unknown tag 9
+        b"\x01\x02x\x00\x00"
+        b"\x01\x04\x00"  # owner: unknown tag 4, empty value
         b"\x02\x01\x01\x01\x07\x01\xcc"  # top level: flag tag 1 + unknown tag 7
     )
     assert base != data
@@ -226,9 +240,15 @@ def test_json_rendering_rules():
 
 
 def test_json_text_like_jackson():
-    assert dumps_json({"d": 1048576.0, "e": 1.0e7, "f": 0.5, "g": 1.0e-4}) == '{"d":1048576.0,"e":1.0E7,"f":0.5,"g":1.0E-4}'
-    assert dumps_json(["a\"b\\c\n\u0001", "é"]) == '["a\\"b\\\\c\\n\\u0001","é"]'
-    assert dumps_json({"t": True, "n": None, "l": [], "i": -(1 << 63)}) == '{"t":true,"n":null,"l":[],"i":-9223372036854775808}'
+    assert (
+        dumps_json({"d": 1048576.0, "e": 1.0e7, "f": 0.5, "g": 1.0e-4})
+        == '{"d":1048576.0,"e":1.0E7,"f":0.5,"g":1.0E-4}'
+    )
+    assert dumps_json(['a"b\\c\n\u0001', "é"]) == '["a\\"b\\\\c\\n\\u0001","é"]'
+    assert (
+        dumps_json({"t": True, "n": None, "l": [], "i": -(1 << 63)})
+        == '{"t":true,"n":null,"l":[],"i":-9223372036854775808}'
+    )
 
 
 def test_bytes_and_float_json():
@@ -291,9 +311,19 @@ def _our_layouts() -> list[Schema]:
     from workbench.formats.metadata import METADATA_SCHEMAS
     from workbench.formats.remote import REMOTE_SCHEMAS
 
-    layouts = [*METADATA_SCHEMAS.values(), *CONTROL_SCHEMAS.values(), *REMOTE_SCHEMAS.values(), QUORUM_STATE_SCHEMA,
-               coordinator.CONSUMER_SUBSCRIPTION, coordinator.CONSUMER_ASSIGNMENT]
-    for registry in (coordinator.OFFSETS_RECORD_TYPES, coordinator.TRANSACTION_RECORD_TYPES, coordinator.SHARE_STATE_RECORD_TYPES):
+    layouts = [
+        *METADATA_SCHEMAS.values(),
+        *CONTROL_SCHEMAS.values(),
+        *REMOTE_SCHEMAS.values(),
+        QUORUM_STATE_SCHEMA,
+        coordinator.CONSUMER_SUBSCRIPTION,
+        coordinator.CONSUMER_ASSIGNMENT,
+    ]
+    for registry in (
+        coordinator.OFFSETS_RECORD_TYPES,
+        coordinator.TRANSACTION_RECORD_TYPES,
+        coordinator.SHARE_STATE_RECORD_TYPES,
+    ):
         for rt in registry.values():
             layouts += [rt.key, rt.value]
     unique: dict[str, Schema] = {}
@@ -305,18 +335,40 @@ def _our_layouts() -> list[Schema]:
 # Modelled differently on purpose, or no longer in any release we can check
 _NOT_IN_KAFKA = {
     "EndTxnMarker",  # the int16 version prefix is modelled as a "Version" field
-    "ShareGroupPartitionMetadataKey", "ShareGroupPartitionMetadataValue",  # 4.0 preview, removed
-    "StreamsGroupPartitionMetadataKey", "StreamsGroupPartitionMetadataValue",  # early access, removed
+    "ShareGroupPartitionMetadataKey",
+    "ShareGroupPartitionMetadataValue",  # 4.0 preview, removed
+    "StreamsGroupPartitionMetadataKey",
+    "StreamsGroupPartitionMetadataValue",  # early access, removed
 }
 
 
 def test_schema_from_kafka_json_resolves_common_structs():
-    s = schema_from_kafka_json({
-        "name": "X", "validVersions": "0-1", "flexibleVersions": "1+", "type": "data",
-        "fields": [{"name": "Items", "type": "[]Item", "versions": "0+"},
-                   {"name": "Flag", "type": "bool", "versions": "1+", "default": "true", "taggedVersions": "1+", "tag": "2"}],
-        "commonStructs": [{"name": "Item", "versions": "0+", "fields": [{"name": "Id", "type": "int32", "versions": "0+", "default": "-1"}]}],
-    })
+    s = schema_from_kafka_json(
+        {
+            "name": "X",
+            "validVersions": "0-1",
+            "flexibleVersions": "1+",
+            "type": "data",
+            "fields": [
+                {"name": "Items", "type": "[]Item", "versions": "0+"},
+                {
+                    "name": "Flag",
+                    "type": "bool",
+                    "versions": "1+",
+                    "default": "true",
+                    "taggedVersions": "1+",
+                    "tag": "2",
+                },
+            ],
+            "commonStructs": [
+                {
+                    "name": "Item",
+                    "versions": "0+",
+                    "fields": [{"name": "Id", "type": "int32", "versions": "0+", "default": "-1"}],
+                }
+            ],
+        }
+    )
     assert s.valid_versions == (0, 1) and s.fields[0].fields[0].default == -1
     assert s.fields[1].tag == 2 and s.fields[1].default is True
     with pytest.raises(ConfigError):

@@ -100,21 +100,41 @@ def test_partition_change_v0_with_isr_and_leader_tags():
         + i32(3)  # PartitionId
         + U1  # TopicId
         + b"\x02"  # two tagged fields
-        + b"\x00\x09\x03" + i32(1, 2)  # tag 0 Isr, 9 bytes, compact array of 2
-        + b"\x01\x04" + i32(2)  # tag 1 Leader = 2
+        + b"\x00\x09\x03"
+        + i32(1, 2)  # tag 0 Isr, 9 bytes, compact array of 2
+        + b"\x01\x04"
+        + i32(2)  # tag 1 Leader = 2
     )
     rec = decode_metadata_record(value)
     assert rec.error is None
-    assert (rec.api_key, rec.version, rec.name, rec.type_name) == (5, 0, "PartitionChangeRecord", "PARTITION_CHANGE_RECORD")
+    assert (rec.api_key, rec.version, rec.name, rec.type_name) == (
+        5,
+        0,
+        "PartitionChangeRecord",
+        "PARTITION_CHANGE_RECORD",
+    )
     assert list(rec.fields) == [
-        "partitionId", "topicId", "isr", "leader", "replicas", "removingReplicas", "addingReplicas",
-        "leaderRecoveryState", "directories", "eligibleLeaderReplicas", "lastKnownElr",
+        "partitionId",
+        "topicId",
+        "isr",
+        "leader",
+        "replicas",
+        "removingReplicas",
+        "addingReplicas",
+        "leaderRecoveryState",
+        "directories",
+        "eligibleLeaderReplicas",
+        "lastKnownElr",
     ]
     assert rec.fields["partitionId"] == 3
     assert rec.fields["topicId"] == U1_TEXT
     assert rec.fields["isr"] == [1, 2]
     assert rec.fields["leader"] == 2
-    assert rec.fields["replicas"] is None and rec.fields["removingReplicas"] is None and rec.fields["addingReplicas"] is None
+    assert (
+        rec.fields["replicas"] is None
+        and rec.fields["removingReplicas"] is None
+        and rec.fields["addingReplicas"] is None
+    )
     assert rec.fields["leaderRecoveryState"] == -1
     assert rec.fields["directories"] is None and rec.fields["eligibleLeaderReplicas"] is None
     assert rec.unknown_tags == {} and rec.raw == value
@@ -128,16 +148,26 @@ def test_partition_change_v0_with_isr_and_leader_tags():
 def test_partition_record_v2_with_elr_tags():
     value = (
         b"\x01\x03\x02"
-        + i32(0) + U1
-        + b"\x04" + i32(1, 2, 3)  # Replicas
-        + b"\x02" + i32(1)  # Isr
-        + b"\x01" + b"\x01"  # RemovingReplicas, AddingReplicas: empty
-        + i32(1)  # Leader
-        + i32(5) + i32(7)  # LeaderEpoch, PartitionEpoch
-        + b"\x04" + U1 + U2 + U3  # Directories
+        + i32(0)
+        + U1
+        + b"\x04"
+        + i32(1, 2, 3)  # Replicas
         + b"\x02"
-        + b"\x01\x05\x02" + i32(2)  # tag 1 EligibleLeaderReplicas [2]
-        + b"\x02\x05\x02" + i32(3)  # tag 2 LastKnownElr [3]
+        + i32(1)  # Isr
+        + b"\x01"
+        + b"\x01"  # RemovingReplicas, AddingReplicas: empty
+        + i32(1)  # Leader
+        + i32(5)
+        + i32(7)  # LeaderEpoch, PartitionEpoch
+        + b"\x04"
+        + U1
+        + U2
+        + U3  # Directories
+        + b"\x02"
+        + b"\x01\x05\x02"
+        + i32(2)  # tag 1 EligibleLeaderReplicas [2]
+        + b"\x02\x05\x02"
+        + i32(3)  # tag 2 LastKnownElr [3]
     )
     rec = decode_metadata_record(value)
     assert rec.error is None
@@ -156,8 +186,16 @@ def test_partition_record_v2_with_elr_tags():
 
 
 def test_partition_record_v0_recovering_tag_in_schema_order():
-    fields = {"partitionId": 1, "topicId": U1_TEXT, "replicas": [1], "isr": [1], "leader": 1,
-              "leaderRecoveryState": 1, "leaderEpoch": 0, "partitionEpoch": 0}
+    fields = {
+        "partitionId": 1,
+        "topicId": U1_TEXT,
+        "replicas": [1],
+        "isr": [1],
+        "leader": 1,
+        "leaderRecoveryState": 1,
+        "leaderEpoch": 0,
+        "partitionEpoch": 0,
+    }
     value = encode_metadata_record("PartitionRecord", 0, fields)
     assert value.endswith(i32(0) + i32(0) + b"\x01\x00\x01\x01")  # tag 0, 1 byte, RECOVERING
     # the tagged field is rendered at its schema position, between leader and leaderEpoch
@@ -174,12 +212,24 @@ def test_register_broker_v3_with_log_dirs_tag():
         + b"\x00"  # IsMigratingZkBroker (v2+)
         + U1  # IncarnationId
         + struct.pack(">q", 10)  # BrokerEpoch
-        + b"\x02" + cstr("PLAINTEXT") + cstr("localhost") + b"\x23\x84" + b"\x00\x00" + b"\x00"
-        + b"\x02" + cstr("metadata.version") + b"\x00\x01" + b"\x00\x15" + b"\x00"
+        + b"\x02"
+        + cstr("PLAINTEXT")
+        + cstr("localhost")
+        + b"\x23\x84"
+        + b"\x00\x00"
+        + b"\x00"
+        + b"\x02"
+        + cstr("metadata.version")
+        + b"\x00\x01"
+        + b"\x00\x15"
+        + b"\x00"
         + b"\x00"  # Rack null
         + b"\x01"  # Fenced
         + b"\x00"  # InControlledShutdown (v1+)
-        + b"\x01" + b"\x00\x21\x03" + U2 + U3  # tag 0 LogDirs: 33 bytes
+        + b"\x01"
+        + b"\x00\x21\x03"
+        + U2
+        + U3  # tag 0 LogDirs: 33 bytes
     )
     rec = decode_metadata_record(value)
     assert rec.error is None and rec.name == "RegisterBrokerRecord"
@@ -232,7 +282,10 @@ def test_feature_level_known_bytes_and_json():
     rec = decode_metadata_record(value)
     assert rec.fields == {"name": "metadata.version", "featureLevel": 21}
     assert encode_metadata_record("FeatureLevelRecord", 0, rec.fields) == value
-    assert dump_payload(rec) == '{"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":21}}'
+    assert (
+        dump_payload(rec)
+        == '{"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":21}}'
+    )
 
 
 def test_unknown_tag_is_kept_and_written_back():
@@ -319,22 +372,47 @@ def test_tagged_defaults_are_not_written():
 
 
 def test_client_quota_double_and_null_entity():
-    fields = {"entity": [{"entityType": "user", "entityName": None}], "key": "producer_byte_rate", "value": 1048576.0, "remove": False}
+    fields = {
+        "entity": [{"entityType": "user", "entityName": None}],
+        "key": "producer_byte_rate",
+        "value": 1048576.0,
+        "remove": False,
+    }
     value = encode_metadata_record("ClientQuotaRecord", 0, fields)
     assert value == (
-        b"\x01\x0e\x00" + b"\x02" + cstr("user") + b"\x00" + b"\x00" + cstr("producer_byte_rate")
-        + struct.pack(">d", 1048576.0) + b"\x00" + b"\x00"
+        b"\x01\x0e\x00"
+        + b"\x02"
+        + cstr("user")
+        + b"\x00"
+        + b"\x00"
+        + cstr("producer_byte_rate")
+        + struct.pack(">d", 1048576.0)
+        + b"\x00"
+        + b"\x00"
     )
     rec = decode_metadata_record(value)
     assert rec.fields == fields
-    assert metadata_json(rec) == '{"entity":[{"entityType":"user","entityName":null}],"key":"producer_byte_rate","value":1048576.0,"remove":false}'
+    assert (
+        metadata_json(rec) == '{"entity":[{"entityType":"user","entityName":null}],"key":"producer_byte_rate",'
+        '"value":1048576.0,"remove":false}'
+    )
 
 
 def test_scram_bytes_render_as_base64():
-    fields = {"name": "alice", "mechanism": 1, "salt": b"\x01\x02\x03", "storedKey": b"\xff", "serverKey": b"", "iterations": 4096}
+    fields = {
+        "name": "alice",
+        "mechanism": 1,
+        "salt": b"\x01\x02\x03",
+        "storedKey": b"\xff",
+        "serverKey": b"",
+        "iterations": 4096,
+    }
     rec = decode_metadata_record(encode_metadata_record("UserScramCredentialRecord", 0, fields))
     assert rec.fields == fields
-    assert metadata_json(rec) == '{"name":"alice","mechanism":1,"salt":"AQID","storedKey":"/w==","serverKey":"","iterations":4096}'
+    assert (
+        metadata_json(rec)
+        == '{"name":"alice","mechanism":1,"salt":"AQID","storedKey":"/w==","serverKey":"","iterations":4096}'
+    )
 
 
 def test_transaction_records_json():
@@ -371,12 +449,15 @@ def _sample(f: Field, version: int, seed: int, ascii_only: bool = False) -> obje
         return bytes([seed, 0xFF, 0x00])
     if t == "uuid":
         return [U1_TEXT, U2_TEXT, U3_TEXT][seed % 3]
-    return {sub.json_name: _sample(sub, version, seed + 1, ascii_only) for sub in f.fields
-            if VersionRange.parse(sub.versions).contains(version)}
+    return {
+        sub.json_name: _sample(sub, version, seed + 1, ascii_only)
+        for sub in f.fields
+        if VersionRange.parse(sub.versions).contains(version)
+    }
 
 
 def _cases():
-    for api_key, schema in sorted(METADATA_SCHEMAS.items()):
+    for _api_key, schema in sorted(METADATA_SCHEMAS.items()):
         lo, hi = schema.valid_versions
         for version in range(lo, hi + 1):
             yield pytest.param(schema, version, id=f"{schema.name}-v{version}")
@@ -428,7 +509,9 @@ def test_random_bytes_never_raise(data: bytes):
     metadata_json(rec)
 
 
-_HEADERS = [bytes([1, k, v]) for k, s in METADATA_SCHEMAS.items() for v in range(s.valid_versions[0], s.valid_versions[1] + 1)]
+_HEADERS = [
+    bytes([1, k, v]) for k, s in METADATA_SCHEMAS.items() for v in range(s.valid_versions[0], s.valid_versions[1] + 1)
+]
 
 
 @settings(max_examples=600, deadline=None)
@@ -473,7 +556,7 @@ def _parse_dump(path: str) -> tuple[str | None, dict[int, str]]:
         for line in fh:
             line = line.rstrip("\n")
             if line.startswith("Dumping ") and source is None:
-                source = line[len("Dumping "):]
+                source = line[len("Dumping ") :]
             match = _RECORD_LINE.match(line)
             if match:
                 lines[int(match.group(1))] = match.group(2)
@@ -506,13 +589,18 @@ def test_real_metadata_log_matches_kafka_dump(version: str, bundle: str, dump: s
                 if want is None:
                     continue
                 if batch.is_control:
-                    got = dump_control_text(decode_control_record(rec.key, rec.value), leader_change_json=leader_change_json)
+                    got = dump_control_text(
+                        decode_control_record(rec.key, rec.value), leader_change_json=leader_change_json
+                    )
                 else:
                     decoded = decode_metadata_record(rec.value)
                     assert decoded.error is None, f"offset {rec.offset}: {decoded.error}"
                     got = "payload: " + (dump_payload(decoded) or "")
                     # every record re-encodes to the bytes Kafka wrote
-                    assert encode_metadata_record(decoded.api_key, decoded.version, decoded.fields, decoded.unknown_tags) == rec.value
+                    assert (
+                        encode_metadata_record(decoded.api_key, decoded.version, decoded.fields, decoded.unknown_tags)
+                        == rec.value
+                    )
                 if got != want:
                     mismatches.append(f"offset {rec.offset}:\n  kafka: {want}\n  ours:  {got}")
                 seen += 1
@@ -547,10 +635,12 @@ def _release_schemas(lib: str) -> dict[str, Schema]:
     return found
 
 
-@pytest.mark.parametrize("kafka_version", _fetched_kafka_versions() or [pytest.param("none", marks=pytest.mark.skip(reason="no Kafka jars fetched"))])
+@pytest.mark.parametrize(
+    "kafka_version",
+    _fetched_kafka_versions() or [pytest.param("none", marks=pytest.mark.skip(reason="no Kafka jars fetched"))],
+)
 def test_kafka_dump_tool_decodes_every_encoded_record(tmp_path, kafka_version):
     from peer.kafka import fetch
-
     from workbench.formats.control import decode_control_record, dump_control_text
     from workbench.formats.kraft_log import MetadataLogWriter
 
@@ -559,23 +649,43 @@ def test_kafka_dump_tool_decodes_every_encoded_record(tmp_path, kafka_version):
     writer = MetadataLogWriter()
     expected: dict[int, str] = {}
     ts = 1_700_000_000_000
-    writer.append_control("LEADER_CHANGE", {"leaderId": 1, "voters": [{"voterId": 1}, {"voterId": 2}],
-                                            "grantingVoters": [{"voterId": 1}]}, timestamp=ts, epoch=3)
+    writer.append_control(
+        "LEADER_CHANGE",
+        {"leaderId": 1, "voters": [{"voterId": 1}, {"voterId": 2}], "grantingVoters": [{"voterId": 1}]},
+        timestamp=ts,
+        epoch=3,
+    )
     writer.append_control("KRAFT_VERSION", {"kRaftVersion": 1}, timestamp=ts, epoch=3)
-    writer.append_control("KRAFT_VOTERS", {"voters": [{"voterId": 1, "voterDirectoryId": U1_TEXT,
-                                                       "endpoints": [{"name": "CONTROLLER", "host": "localhost", "port": 9093}],
-                                                       "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": 1}}]},
-                          timestamp=ts, epoch=3)
+    writer.append_control(
+        "KRAFT_VOTERS",
+        {
+            "voters": [
+                {
+                    "voterId": 1,
+                    "voterDirectoryId": U1_TEXT,
+                    "endpoints": [{"name": "CONTROLLER", "host": "localhost", "port": 9093}],
+                    "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": 1},
+                }
+            ]
+        },
+        timestamp=ts,
+        epoch=3,
+    )
     for schema in METADATA_SCHEMAS.values():
         theirs = known.get(schema.name)
         if theirs is None:
             continue
         for version in range(schema.valid_versions[0], min(schema.valid_versions[1], theirs.valid_versions[1]) + 1):
-            fields = {f.json_name: _sample(f, version, i, ascii_only=True) for i, f in enumerate(schema.fields)
-                      if VersionRange.parse(f.versions).contains(version)}
+            fields = {
+                f.json_name: _sample(f, version, i, ascii_only=True)
+                for i, f in enumerate(schema.fields)
+                if VersionRange.parse(f.versions).contains(version)
+            }
             offset = writer.next_offset
             writer.append([(schema.name, version, fields)], timestamp=ts, epoch=3)
-            expected[offset] = "payload: " + dump_payload(decode_metadata_record(encode_metadata_record(schema.name, version, fields)))
+            expected[offset] = "payload: " + dump_payload(
+                decode_metadata_record(encode_metadata_record(schema.name, version, fields))
+            )
     seg = tmp_path / "00000000000000000000.log"
     seg.write_bytes(writer.to_bytes())
     result = kafka.run_tool("dump-log", ["--cluster-metadata-decoder", "--files", str(seg)], timeout=180, heap="256m")
@@ -592,9 +702,13 @@ def test_kafka_dump_tool_decodes_every_encoded_record(tmp_path, kafka_version):
         for batch in read_batches(fh, str(seg)):
             if batch.is_control:
                 for rec in batch.records():
-                    expected[rec.offset] = dump_control_text(decode_control_record(rec.key, rec.value),
-                                                             leader_change_json=leader_change_json)
-    mismatches = [f"offset {o}:\n  kafka: {lines.get(o)}\n  ours:  {want}" for o, want in sorted(expected.items())
-                  if lines.get(o) != want]
+                    expected[rec.offset] = dump_control_text(
+                        decode_control_record(rec.key, rec.value), leader_change_json=leader_change_json
+                    )
+    mismatches = [
+        f"offset {o}:\n  kafka: {lines.get(o)}\n  ours:  {want}"
+        for o, want in sorted(expected.items())
+        if lines.get(o) != want
+    ]
     assert not mismatches, "\n".join(mismatches[:10])
     assert len(expected) >= 30

@@ -46,7 +46,11 @@ def test_checkpoint_known_bytes():
     assert rec.key == {"group": "g1", "topic": "A.orders", "partition": 0}
     assert rec.value == {"version": 0, "upstreamOffset": 100, "offset": 97, "metadata": "meta"}
     assert encode_checkpoint("g1", "A.orders", 0, 100, 97, "meta") == (key, value)
-    assert mirror_text(rec) == "Checkpoint{consumerGroupId=g1, topicPartition=A.orders-0, upstreamOffset=100, downstreamOffset=97, metadata=meta}"
+    assert (
+        mirror_text(rec)
+        == "Checkpoint{consumerGroupId=g1, topicPartition=A.orders-0, upstreamOffset=100, downstreamOffset=97, "
+        "metadata=meta}"
+    )
 
 
 def test_heartbeat_known_bytes():
@@ -78,12 +82,21 @@ def test_tombstone_and_errors():
 @pytest.mark.parametrize(
     "key, kind, fields",
     [
-        (b'["MirrorSourceConnector",{"partition":2,"topic":"orders","cluster":"A"}]', "source_offset",
-         {"connector": "MirrorSourceConnector", "partition": 2, "topic": "orders", "cluster": "A"}),
-        (b'["MirrorCheckpointConnector",{"group":"g","partition":0,"topic":"A.orders"}]', "checkpoint_offset",
-         {"connector": "MirrorCheckpointConnector", "group": "g", "partition": 0, "topic": "A.orders"}),
-        (b'["MirrorHeartbeatConnector",{"sourceClusterAlias":"A","targetClusterAlias":"B"}]', "heartbeat_offset",
-         {"connector": "MirrorHeartbeatConnector", "sourceClusterAlias": "A", "targetClusterAlias": "B"}),
+        (
+            b'["MirrorSourceConnector",{"partition":2,"topic":"orders","cluster":"A"}]',
+            "source_offset",
+            {"connector": "MirrorSourceConnector", "partition": 2, "topic": "orders", "cluster": "A"},
+        ),
+        (
+            b'["MirrorCheckpointConnector",{"group":"g","partition":0,"topic":"A.orders"}]',
+            "checkpoint_offset",
+            {"connector": "MirrorCheckpointConnector", "group": "g", "partition": 0, "topic": "A.orders"},
+        ),
+        (
+            b'["MirrorHeartbeatConnector",{"sourceClusterAlias":"A","targetClusterAlias":"B"}]',
+            "heartbeat_offset",
+            {"connector": "MirrorHeartbeatConnector", "sourceClusterAlias": "A", "targetClusterAlias": "B"},
+        ),
         (b'["jdbc-source",{"table":"t"}]', "connect_offset", {"connector": "jdbc-source", "table": "t"}),
     ],
 )
@@ -138,7 +151,7 @@ def test_random_bytes_never_raise(key, value):
 # ---------------------------------------------------------------------------------------------
 # MM2's own classes (connect-mirror jar) serialize the same bytes and read ours back
 
-_JAVA = r'''package org.apache.kafka.connect.mirror;
+_JAVA = r"""package org.apache.kafka.connect.mirror;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
@@ -175,7 +188,7 @@ public class WorkbenchMirrorCheck {
         }
     }
 }
-'''
+"""
 
 
 def _kafka_lib() -> str | None:
@@ -200,12 +213,19 @@ def test_mm2_classes_agree(tmp_path):
     src.parent.mkdir(parents=True)
     src.write_text(_JAVA)
     classpath = f"{lib}/*"
-    subprocess.run(["javac", "-d", str(tmp_path / "out"), "-cp", classpath, str(src)], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        ["javac", "-d", str(tmp_path / "out"), "-cp", classpath, str(src)], check=True, capture_output=True, timeout=120
+    )
     run_cp = f"{classpath}:{tmp_path / 'out'}"
 
     def java(*args: str) -> str:
-        return subprocess.run(["java", "-cp", run_cp, "org.apache.kafka.connect.mirror.WorkbenchMirrorCheck", *args],
-                              check=True, capture_output=True, text=True, timeout=120).stdout.strip()
+        return subprocess.run(
+            ["java", "-cp", run_cp, "org.apache.kafka.connect.mirror.WorkbenchMirrorCheck", *args],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout.strip()
 
     ours = {
         "offset_sync": encode_offset_sync("orders", 3, 1500, 1498),

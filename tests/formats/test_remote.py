@@ -37,8 +37,18 @@ SEGMENT_ID = b"\x07orders" + T + i32(2) + b"\x00" + S + b"\x00"  # TopicIdPartit
 SEGMENT_VALUE = (
     b"\x01\x00\x00"
     + SEGMENT_ID
-    + i64(0) + i64(1199) + i32(1) + i64(1718000000500) + i64(1718000001000)
-    + b"\x03" + i32(0) + i64(0) + b"\x00" + i32(3) + i64(1200) + b"\x00"  # leader epochs {0: 0, 3: 1200}
+    + i64(0)
+    + i64(1199)
+    + i32(1)
+    + i64(1718000000500)
+    + i64(1718000001000)
+    + b"\x03"
+    + i32(0)
+    + i64(0)
+    + b"\x00"
+    + i32(3)
+    + i64(1200)
+    + b"\x00"  # leader epochs {0: 0, 3: 1200}
     + i32(1048576)
     + b"\x00"  # CustomMetadata null
     + b"\x00"  # COPY_SEGMENT_STARTED
@@ -51,14 +61,23 @@ def test_segment_metadata_known_bytes():
     assert rec.error is None and rec.name == "RemoteLogSegmentMetadataRecord"
     assert rec.type_name == "REMOTE_LOG_SEGMENT_METADATA_RECORD"
     f = rec.fields
-    assert f["remoteLogSegmentId"] == {"topicIdPartition": {"name": "orders", "id": T_TEXT, "partition": 2}, "id": S_TEXT}
+    assert f["remoteLogSegmentId"] == {
+        "topicIdPartition": {"name": "orders", "id": T_TEXT, "partition": 2},
+        "id": S_TEXT,
+    }
     assert (f["startOffset"], f["endOffset"], f["brokerId"]) == (0, 1199, 1)
     assert (f["maxTimestampMs"], f["eventTimestampMs"]) == (1718000000500, 1718000001000)
     assert f["segmentLeaderEpochs"] == [{"leaderEpoch": 0, "offset": 0}, {"leaderEpoch": 3, "offset": 1200}]
-    assert (f["segmentSizeInBytes"], f["customMetadata"], f["remoteLogSegmentState"], f["txnIndexEmpty"]) == (1048576, None, 0, True)
+    assert (f["segmentSizeInBytes"], f["customMetadata"], f["remoteLogSegmentState"], f["txnIndexEmpty"]) == (
+        1048576,
+        None,
+        0,
+        True,
+    )
     assert encode_remote_log_metadata(0, 0, f) == SEGMENT_VALUE
     assert remote_dump_text(rec) == (
-        f"RemoteLogSegmentMetadata{{remoteLogSegmentId=RemoteLogSegmentId{{topicIdPartition={T_TEXT}:orders-2, id={S_TEXT}}}, "
+        "RemoteLogSegmentMetadata{remoteLogSegmentId=RemoteLogSegmentId{"
+        f"topicIdPartition={T_TEXT}:orders-2, id={S_TEXT}}}, "
         "startOffset=0, endOffset=1199, brokerId=1, maxTimestampMs=1718000000500, eventTimestampMs=1718000001000, "
         "segmentLeaderEpochs={0=0, 3=1200}, segmentSizeInBytes=1048576, customMetadata=Optional.empty, "
         "state=COPY_SEGMENT_STARTED, txnIdxEmpty=true}"
@@ -75,21 +94,32 @@ def test_segment_update_known_bytes():
     assert rec.error is None
     assert rec.fields["customMetadata"] == b"abc" and rec.fields["remoteLogSegmentState"] == 1
     assert remote_dump_text(rec) == (
-        f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId=RemoteLogSegmentId{{topicIdPartition={T_TEXT}:orders-2, id={S_TEXT}}}, "
-        "customMetadata=Optional[CustomMetadata{3 bytes}], state=COPY_SEGMENT_FINISHED, eventTimestampMs=1718000002000, brokerId=2}"
+        "RemoteLogSegmentMetadataUpdate{remoteLogSegmentId=RemoteLogSegmentId{"
+        f"topicIdPartition={T_TEXT}:orders-2, id={S_TEXT}}}, "
+        "customMetadata=Optional[CustomMetadata{3 bytes}], state=COPY_SEGMENT_FINISHED, "
+        "eventTimestampMs=1718000002000, brokerId=2}"
     )
     assert remote_event(rec)["state"] == "COPY_SEGMENT_FINISHED"
     assert encode_remote_log_metadata("RemoteLogSegmentMetadataUpdateRecord", 0, rec.fields) == value
 
 
 def test_partition_delete_and_snapshot():
-    rec = decode_remote_log_metadata(b"\x01\x02\x00" + b"\x07orders" + T + i32(2) + b"\x00" + i32(1) + i64(5) + b"\x01" + b"\x00")
+    rec = decode_remote_log_metadata(
+        b"\x01\x02\x00" + b"\x07orders" + T + i32(2) + b"\x00" + i32(1) + i64(5) + b"\x01" + b"\x00"
+    )
     assert rec.error is None and remote_event(rec)["state"] == "DELETE_PARTITION_STARTED"
-    snap = encode_remote_log_metadata(3, 0, {"segmentId": S_TEXT, "startOffset": 1, "endOffset": 2, "remoteLogSegmentState": 3})
+    snap = encode_remote_log_metadata(
+        3, 0, {"segmentId": S_TEXT, "startOffset": 1, "endOffset": 2, "remoteLogSegmentState": 3}
+    )
     rec = decode_remote_log_metadata(snap)
     assert rec.error is None
     event = remote_event(rec)
-    assert (event["kind"], event["segment_id"], event["state"], event["topic"]) == ("segment_snapshot", S_TEXT, "DELETE_SEGMENT_FINISHED", None)
+    assert (event["kind"], event["segment_id"], event["state"], event["topic"]) == (
+        "segment_snapshot",
+        S_TEXT,
+        "DELETE_SEGMENT_FINISHED",
+        None,
+    )
     assert remote_dump_text(rec) is None
 
 
@@ -137,30 +167,63 @@ def _fetched_kafka_versions() -> list[str]:
     return [v for v in VERSIONS if (lib_dir(v) / STAMP).exists()]
 
 
-@pytest.mark.parametrize("kafka_version", _fetched_kafka_versions() or [pytest.param("none", marks=pytest.mark.skip(reason="no Kafka jars fetched"))])
+@pytest.mark.parametrize(
+    "kafka_version",
+    _fetched_kafka_versions() or [pytest.param("none", marks=pytest.mark.skip(reason="no Kafka jars fetched"))],
+)
 def test_kafka_dump_tool_prints_the_same_text(tmp_path, kafka_version):
     import re
 
     from peer.kafka import fetch
-
     from workbench.formats.batch import Record, encode_batch
 
     seg_id = {"topicIdPartition": {"name": "orders", "id": T_TEXT, "partition": 2}, "id": S_TEXT}
     values = [
         SEGMENT_VALUE,
-        encode_remote_log_metadata(0, 0, {"remoteLogSegmentId": seg_id, "startOffset": 5, "endOffset": 9, "brokerId": 3,
-                                          "segmentLeaderEpochs": [{"leaderEpoch": 7, "offset": 5}], "customMetadata": b"xy",
-                                          "remoteLogSegmentState": 0}),
-        encode_remote_log_metadata(1, 0, {"remoteLogSegmentId": seg_id, "brokerId": 2, "eventTimestampMs": 7,
-                                          "customMetadata": b"abc", "remoteLogSegmentState": 1}),
-        encode_remote_log_metadata(1, 0, {"remoteLogSegmentId": seg_id, "brokerId": 2, "eventTimestampMs": 8, "remoteLogSegmentState": 3}),
-        encode_remote_log_metadata(2, 0, {"topicIdPartition": {"name": "orders", "id": T_TEXT, "partition": 2}, "brokerId": 1,
-                                          "eventTimestampMs": 9, "remotePartitionDeleteState": 2}),
+        encode_remote_log_metadata(
+            0,
+            0,
+            {
+                "remoteLogSegmentId": seg_id,
+                "startOffset": 5,
+                "endOffset": 9,
+                "brokerId": 3,
+                "segmentLeaderEpochs": [{"leaderEpoch": 7, "offset": 5}],
+                "customMetadata": b"xy",
+                "remoteLogSegmentState": 0,
+            },
+        ),
+        encode_remote_log_metadata(
+            1,
+            0,
+            {
+                "remoteLogSegmentId": seg_id,
+                "brokerId": 2,
+                "eventTimestampMs": 7,
+                "customMetadata": b"abc",
+                "remoteLogSegmentState": 1,
+            },
+        ),
+        encode_remote_log_metadata(
+            1, 0, {"remoteLogSegmentId": seg_id, "brokerId": 2, "eventTimestampMs": 8, "remoteLogSegmentState": 3}
+        ),
+        encode_remote_log_metadata(
+            2,
+            0,
+            {
+                "topicIdPartition": {"name": "orders", "id": T_TEXT, "partition": 2},
+                "brokerId": 1,
+                "eventTimestampMs": 9,
+                "remotePartitionDeleteState": 2,
+            },
+        ),
     ]
     kafka = fetch(kafka_version)
     seg = tmp_path / "00000000000000000000.log"
     seg.write_bytes(encode_batch([Record(i, 1, None, v, []) for i, v in enumerate(values)], base_offset=0))
-    out = kafka.run_tool("dump-log", ["--remote-log-metadata-decoder", "--files", str(seg)], timeout=180, heap="256m").stdout
+    out = kafka.run_tool(
+        "dump-log", ["--remote-log-metadata-decoder", "--files", str(seg)], timeout=180, heap="256m"
+    ).stdout
     printed = re.findall(r"^\| offset: \d+ .*? payload: (.*)$", out, flags=re.M)
     with_txn = kafka.major >= 4
     assert printed == [remote_dump_text(decode_remote_log_metadata(v), with_txn_idx_empty=with_txn) for v in values]

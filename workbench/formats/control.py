@@ -53,47 +53,101 @@ _VOTER = (
     F("VoterDirectoryId", "uuid", versions="1+"),
 )
 
-_END_TXN_MARKER = Schema("EndTxnMarker", None, (0, 0), "none", [
-    F("Version", "int16"),
-    F("CoordinatorEpoch", "int32"),
-], type="data")
+_END_TXN_MARKER = Schema(
+    "EndTxnMarker",
+    None,
+    (0, 0),
+    "none",
+    [
+        F("Version", "int16"),
+        F("CoordinatorEpoch", "int32"),
+    ],
+    type="data",
+)
 
 CONTROL_SCHEMAS: dict[int, Schema] = {
     0: _END_TXN_MARKER,
     1: _END_TXN_MARKER,
-    2: Schema("LeaderChangeMessage", None, (0, 1), "0+", [
-        F("Version", "int16"),
-        F("LeaderId", "int32"),
-        F("Voters", "[]Voter", fields=_VOTER),
-        F("GrantingVoters", "[]Voter", fields=_VOTER),
-    ], type="data"),
-    3: Schema("SnapshotHeaderRecord", None, (0, 0), "0+", [
-        F("Version", "int16"),
-        F("LastContainedLogTimestamp", "int64"),
-    ], type="data"),
-    4: Schema("SnapshotFooterRecord", None, (0, 0), "0+", [
-        F("Version", "int16"),
-    ], type="data"),
-    5: Schema("KRaftVersionRecord", None, (0, 0), "0+", [
-        F("Version", "int16"),
-        F("KRaftVersion", "int16"),
-    ], type="data"),
-    6: Schema("VotersRecord", None, (0, 0), "0+", [
-        F("Version", "int16"),
-        F("Voters", "[]Voter", fields=(
-            F("VoterId", "int32"),
-            F("VoterDirectoryId", "uuid"),
-            F("Endpoints", "[]Endpoint", fields=(
-                F("Name", "string"),
-                F("Host", "string"),
-                F("Port", "uint16"),
-            )),
-            F("KRaftVersionFeature", "KRaftVersionFeature", fields=(
-                F("MinSupportedVersion", "int16"),
-                F("MaxSupportedVersion", "int16"),
-            )),
-        )),
-    ], type="data"),
+    2: Schema(
+        "LeaderChangeMessage",
+        None,
+        (0, 1),
+        "0+",
+        [
+            F("Version", "int16"),
+            F("LeaderId", "int32"),
+            F("Voters", "[]Voter", fields=_VOTER),
+            F("GrantingVoters", "[]Voter", fields=_VOTER),
+        ],
+        type="data",
+    ),
+    3: Schema(
+        "SnapshotHeaderRecord",
+        None,
+        (0, 0),
+        "0+",
+        [
+            F("Version", "int16"),
+            F("LastContainedLogTimestamp", "int64"),
+        ],
+        type="data",
+    ),
+    4: Schema(
+        "SnapshotFooterRecord",
+        None,
+        (0, 0),
+        "0+",
+        [
+            F("Version", "int16"),
+        ],
+        type="data",
+    ),
+    5: Schema(
+        "KRaftVersionRecord",
+        None,
+        (0, 0),
+        "0+",
+        [
+            F("Version", "int16"),
+            F("KRaftVersion", "int16"),
+        ],
+        type="data",
+    ),
+    6: Schema(
+        "VotersRecord",
+        None,
+        (0, 0),
+        "0+",
+        [
+            F("Version", "int16"),
+            F(
+                "Voters",
+                "[]Voter",
+                fields=(
+                    F("VoterId", "int32"),
+                    F("VoterDirectoryId", "uuid"),
+                    F(
+                        "Endpoints",
+                        "[]Endpoint",
+                        fields=(
+                            F("Name", "string"),
+                            F("Host", "string"),
+                            F("Port", "uint16"),
+                        ),
+                    ),
+                    F(
+                        "KRaftVersionFeature",
+                        "KRaftVersionFeature",
+                        fields=(
+                            F("MinSupportedVersion", "int16"),
+                            F("MaxSupportedVersion", "int16"),
+                        ),
+                    ),
+                ),
+            ),
+        ],
+        type="data",
+    ),
 }
 """Value schemas by control type. Every value is read and written at message version 0."""
 

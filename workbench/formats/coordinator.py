@@ -70,7 +70,9 @@ def _key(name: str, api_key: int, fields: list[F], versions: tuple[int, int] = (
     return Schema(name, api_key, versions, "none", fields, type="coordinator-key")
 
 
-def _value(name: str, api_key: int, fields: list[F], versions: tuple[int, int] = (0, 0), flexible: str = "0+") -> Schema:
+def _value(
+    name: str, api_key: int, fields: list[F], versions: tuple[int, int] = (0, 0), flexible: str = "0+"
+) -> Schema:
     return Schema(name, api_key, versions, flexible, fields, type="coordinator-value")
 
 
@@ -79,16 +81,26 @@ def _value(name: str, api_key: int, fields: list[F], versions: tuple[int, int] =
 
 _GROUP = [F("GroupId", "string", versions="0")]
 _GROUP_MEMBER = [F("GroupId", "string", versions="0"), F("MemberId", "string", versions="0")]
-_OFFSET_KEY = [F("group", "string", versions="0"), F("topic", "string", versions="0"), F("partition", "int32", versions="0")]
+_OFFSET_KEY = [
+    F("group", "string", versions="0"),
+    F("topic", "string", versions="0"),
+    F("partition", "int32", versions="0"),
+]
 
-_OFFSET_VALUE = _value("OffsetCommitValue", 1, [
-    F("offset", "int64"),
-    F("leaderEpoch", "int32", versions="3+", default=-1, ignorable=True),
-    F("metadata", "string"),
-    F("commitTimestamp", "int64"),
-    F("expireTimestamp", "int64", versions="1", default=-1, ignorable=True),
-    F("topicId", "uuid", versions="4+", tag=0, tagged_versions="4+", ignorable=True),
-], versions=(0, 4), flexible="4+")
+_OFFSET_VALUE = _value(
+    "OffsetCommitValue",
+    1,
+    [
+        F("offset", "int64"),
+        F("leaderEpoch", "int32", versions="3+", default=-1, ignorable=True),
+        F("metadata", "string"),
+        F("commitTimestamp", "int64"),
+        F("expireTimestamp", "int64", versions="1", default=-1, ignorable=True),
+        F("topicId", "uuid", versions="4+", tag=0, tagged_versions="4+", ignorable=True),
+    ],
+    versions=(0, 4),
+    flexible="4+",
+)
 
 _MEMBER_METADATA = (
     F("memberId", "string"),
@@ -101,23 +113,33 @@ _MEMBER_METADATA = (
     F("assignment", "bytes"),
 )
 
-_GROUP_VALUE = _value("GroupMetadataValue", 2, [
-    F("protocolType", "string"),
-    F("generation", "int32"),
-    F("protocol", "string", nullable="0+"),
-    F("leader", "string", nullable="0+"),
-    F("currentStateTimestamp", "int64", versions="2+", default=-1, ignorable=True),
-    F("members", "[]MemberMetadata", fields=_MEMBER_METADATA),
-], versions=(0, 4), flexible="4+")
+_GROUP_VALUE = _value(
+    "GroupMetadataValue",
+    2,
+    [
+        F("protocolType", "string"),
+        F("generation", "int32"),
+        F("protocol", "string", nullable="0+"),
+        F("leader", "string", nullable="0+"),
+        F("currentStateTimestamp", "int64", versions="2+", default=-1, ignorable=True),
+        F("members", "[]MemberMetadata", fields=_MEMBER_METADATA),
+    ],
+    versions=(0, 4),
+    flexible="4+",
+)
 
 _TOPIC_PARTITION_METADATA = (
     F("TopicId", "uuid"),
     F("TopicName", "string"),
     F("NumPartitions", "int32"),
-    F("PartitionMetadata", "[]PartitionMetadata", fields=(
-        F("Partition", "int32"),
-        F("Racks", "[]string"),
-    )),
+    F(
+        "PartitionMetadata",
+        "[]PartitionMetadata",
+        fields=(
+            F("Partition", "int32"),
+            F("Racks", "[]string"),
+        ),
+    ),
 )
 _TOPIC_PARTITIONS = (F("TopicId", "uuid"), F("Partitions", "[]int32"))
 _ASSIGNMENT_EPOCHS = F("AssignmentEpochs", "[]int32", nullable="0+", tag=0, tagged_versions="0+")
@@ -133,7 +155,9 @@ _STREAMS_TOPIC_INFO = (
 )
 
 
-def _rt(record_type: int, name: str, key_fields: list[F], value_fields: list[F], written: int = 0, **value_kw) -> RecordType:
+def _rt(
+    record_type: int, name: str, key_fields: list[F], value_fields: list[F], written: int = 0, **value_kw
+) -> RecordType:
     return RecordType(
         record_type,
         name,
@@ -145,137 +169,265 @@ def _rt(record_type: int, name: str, key_fields: list[F], value_fields: list[F],
 
 _OFFSETS_TYPES = [
     # key type 0 (0.8.2) is only ever followed by a version 0 value
-    RecordType(0, "LegacyOffsetCommit", _key("LegacyOffsetCommitKey", 0, _OFFSET_KEY), _value("LegacyOffsetCommitValue", 0, [
-        F("offset", "int64", versions="0"),
-        F("metadata", "string", versions="0"),
-        F("commitTimestamp", "int64", versions="0"),
-    ], flexible="none"), 0),
+    RecordType(
+        0,
+        "LegacyOffsetCommit",
+        _key("LegacyOffsetCommitKey", 0, _OFFSET_KEY),
+        _value(
+            "LegacyOffsetCommitValue",
+            0,
+            [
+                F("offset", "int64", versions="0"),
+                F("metadata", "string", versions="0"),
+                F("commitTimestamp", "int64", versions="0"),
+            ],
+            flexible="none",
+        ),
+        0,
+    ),
     RecordType(1, "OffsetCommit", _key("OffsetCommitKey", 1, _OFFSET_KEY), _OFFSET_VALUE, 3),
     RecordType(2, "GroupMetadata", _key("GroupMetadataKey", 2, [F("group", "string", versions="0")]), _GROUP_VALUE, 3),
-    _rt(3, "ConsumerGroupMetadata", _GROUP, [
-        F("Epoch", "int32"),
-        F("MetadataHash", "int64", tag=0, tagged_versions="0+", default=0),  # 4.1+, KIP-1101
-    ]),
-    _rt(4, "ConsumerGroupPartitionMetadata", _GROUP, [
-        F("Topics", "[]TopicMetadata", fields=_TOPIC_PARTITION_METADATA),
-    ]),
-    _rt(5, "ConsumerGroupMemberMetadata", _GROUP_MEMBER, [
-        F("InstanceId", "string", nullable="0+"),
-        F("RackId", "string", nullable="0+"),
-        F("ClientId", "string"),
-        F("ClientHost", "string"),
-        F("SubscribedTopicNames", "[]string"),
-        F("SubscribedTopicRegex", "string", nullable="0+"),
-        F("RebalanceTimeoutMs", "int32", default=-1),
-        F("ServerAssignor", "string", nullable="0+"),
-        F("ClassicMemberMetadata", "ClassicMemberMetadata", nullable="0+", tag=0, tagged_versions="0+", fields=(
-            F("SessionTimeoutMs", "int32"),
-            F("SupportedProtocols", "[]ClassicProtocol", fields=(F("Name", "string"), F("Metadata", "bytes"))),
-        )),
-    ]),
+    _rt(
+        3,
+        "ConsumerGroupMetadata",
+        _GROUP,
+        [
+            F("Epoch", "int32"),
+            F("MetadataHash", "int64", tag=0, tagged_versions="0+", default=0),  # 4.1+, KIP-1101
+        ],
+    ),
+    _rt(
+        4,
+        "ConsumerGroupPartitionMetadata",
+        _GROUP,
+        [
+            F("Topics", "[]TopicMetadata", fields=_TOPIC_PARTITION_METADATA),
+        ],
+    ),
+    _rt(
+        5,
+        "ConsumerGroupMemberMetadata",
+        _GROUP_MEMBER,
+        [
+            F("InstanceId", "string", nullable="0+"),
+            F("RackId", "string", nullable="0+"),
+            F("ClientId", "string"),
+            F("ClientHost", "string"),
+            F("SubscribedTopicNames", "[]string"),
+            F("SubscribedTopicRegex", "string", nullable="0+"),
+            F("RebalanceTimeoutMs", "int32", default=-1),
+            F("ServerAssignor", "string", nullable="0+"),
+            F(
+                "ClassicMemberMetadata",
+                "ClassicMemberMetadata",
+                nullable="0+",
+                tag=0,
+                tagged_versions="0+",
+                fields=(
+                    F("SessionTimeoutMs", "int32"),
+                    F("SupportedProtocols", "[]ClassicProtocol", fields=(F("Name", "string"), F("Metadata", "bytes"))),
+                ),
+            ),
+        ],
+    ),
     _rt(6, "ConsumerGroupTargetAssignmentMetadata", _GROUP, [F("AssignmentEpoch", "int32"), _ASSIGNMENT_TIMESTAMP]),
-    _rt(7, "ConsumerGroupTargetAssignmentMember", _GROUP_MEMBER, [
-        F("TopicPartitions", "[]TopicPartition", fields=_TOPIC_PARTITIONS),
-    ]),
-    _rt(8, "ConsumerGroupCurrentMemberAssignment", _GROUP_MEMBER, [
-        F("MemberEpoch", "int32"),
-        F("PreviousMemberEpoch", "int32"),
-        F("State", "int8"),
-        F("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS_EPOCHS),
-        F("PartitionsPendingRevocation", "[]TopicPartitions", fields=_TOPIC_PARTITIONS_EPOCHS),
-    ]),
+    _rt(
+        7,
+        "ConsumerGroupTargetAssignmentMember",
+        _GROUP_MEMBER,
+        [
+            F("TopicPartitions", "[]TopicPartition", fields=_TOPIC_PARTITIONS),
+        ],
+    ),
+    _rt(
+        8,
+        "ConsumerGroupCurrentMemberAssignment",
+        _GROUP_MEMBER,
+        [
+            F("MemberEpoch", "int32"),
+            F("PreviousMemberEpoch", "int32"),
+            F("State", "int8"),
+            F("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS_EPOCHS),
+            F("PartitionsPendingRevocation", "[]TopicPartitions", fields=_TOPIC_PARTITIONS_EPOCHS),
+        ],
+    ),
     # KIP-932 share groups: layouts of Kafka 4.3/4.4 (the 4.0 preview differed; type 9 is the
     # 4.0 preview record, removed later)
     _rt(9, "ShareGroupPartitionMetadata", _GROUP, [F("Topics", "[]TopicMetadata", fields=_TOPIC_PARTITION_METADATA)]),
-    _rt(10, "ShareGroupMemberMetadata", _GROUP_MEMBER, [
-        F("RackId", "string", nullable="0+"),
-        F("ClientId", "string"),
-        F("ClientHost", "string"),
-        F("SubscribedTopicNames", "[]string"),
-    ]),
+    _rt(
+        10,
+        "ShareGroupMemberMetadata",
+        _GROUP_MEMBER,
+        [
+            F("RackId", "string", nullable="0+"),
+            F("ClientId", "string"),
+            F("ClientHost", "string"),
+            F("SubscribedTopicNames", "[]string"),
+        ],
+    ),
     _rt(11, "ShareGroupMetadata", _GROUP, [F("Epoch", "int32"), F("MetadataHash", "int64")]),
     _rt(12, "ShareGroupTargetAssignmentMetadata", _GROUP, [F("AssignmentEpoch", "int32"), _ASSIGNMENT_TIMESTAMP]),
-    _rt(13, "ShareGroupTargetAssignmentMember", _GROUP_MEMBER, [
-        F("TopicPartitions", "[]TopicPartition", fields=_TOPIC_PARTITIONS),
-    ]),
-    _rt(14, "ShareGroupCurrentMemberAssignment", _GROUP_MEMBER, [
-        F("MemberEpoch", "int32"),
-        F("PreviousMemberEpoch", "int32"),
-        F("State", "int8"),
-        F("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
-    ]),
-    _rt(15, "ShareGroupStatePartitionMetadata", _GROUP, [
-        F("InitializingTopics", "[]TopicPartitionsInfo", fields=(
-            F("TopicId", "uuid"), F("TopicName", "string"), F("Partitions", "[]int32"),
-        )),
-        F("InitializedTopics", "[]TopicPartitionsInfo", fields=(
-            F("TopicId", "uuid"), F("TopicName", "string"), F("Partitions", "[]int32"),
-        )),
-        F("DeletingTopics", "[]TopicInfo", fields=(F("TopicId", "uuid"), F("TopicName", "string"))),
-    ]),
-    _rt(16, "ConsumerGroupRegularExpression", [
-        F("GroupId", "string", versions="0"), F("RegularExpression", "string", versions="0"),
-    ], [
-        F("Topics", "[]string"),
-        F("Version", "int64"),
-        F("Timestamp", "int64"),
-    ]),
+    _rt(
+        13,
+        "ShareGroupTargetAssignmentMember",
+        _GROUP_MEMBER,
+        [
+            F("TopicPartitions", "[]TopicPartition", fields=_TOPIC_PARTITIONS),
+        ],
+    ),
+    _rt(
+        14,
+        "ShareGroupCurrentMemberAssignment",
+        _GROUP_MEMBER,
+        [
+            F("MemberEpoch", "int32"),
+            F("PreviousMemberEpoch", "int32"),
+            F("State", "int8"),
+            F("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
+        ],
+    ),
+    _rt(
+        15,
+        "ShareGroupStatePartitionMetadata",
+        _GROUP,
+        [
+            F(
+                "InitializingTopics",
+                "[]TopicPartitionsInfo",
+                fields=(
+                    F("TopicId", "uuid"),
+                    F("TopicName", "string"),
+                    F("Partitions", "[]int32"),
+                ),
+            ),
+            F(
+                "InitializedTopics",
+                "[]TopicPartitionsInfo",
+                fields=(
+                    F("TopicId", "uuid"),
+                    F("TopicName", "string"),
+                    F("Partitions", "[]int32"),
+                ),
+            ),
+            F("DeletingTopics", "[]TopicInfo", fields=(F("TopicId", "uuid"), F("TopicName", "string"))),
+        ],
+    ),
+    _rt(
+        16,
+        "ConsumerGroupRegularExpression",
+        [
+            F("GroupId", "string", versions="0"),
+            F("RegularExpression", "string", versions="0"),
+        ],
+        [
+            F("Topics", "[]string"),
+            F("Version", "int64"),
+            F("Timestamp", "int64"),
+        ],
+    ),
     # KIP-1071 streams groups: layouts of Kafka 4.3/4.4 (type 18 is from the early-access
     # schema of Dec 2024, removed later)
-    _rt(17, "StreamsGroupMetadata", _GROUP, [
-        F("Epoch", "int32"),
-        F("MetadataHash", "int64"),
-        F("ValidatedTopologyEpoch", "int32", tag=0, tagged_versions="0+", default=-1),
-        F("LastAssignmentConfigs", "[]LastAssignmentConfig", nullable="0+", tag=1, tagged_versions="0+",
-          fields=(F("Key", "string"), F("Value", "string"))),
-        F("StoredDescriptionTopologyEpoch", "int32", tag=2, tagged_versions="0+", default=-1),
-        F("FailedDescriptionTopologyEpoch", "int32", tag=3, tagged_versions="0+", default=-1),
-    ]),
-    _rt(18, "StreamsGroupPartitionMetadata", _GROUP, [F("Topics", "[]TopicMetadata", fields=_TOPIC_PARTITION_METADATA)]),
-    _rt(19, "StreamsGroupMemberMetadata", _GROUP_MEMBER, [
-        F("InstanceId", "string", nullable="0+"),
-        F("RackId", "string", nullable="0+"),
-        F("ClientId", "string"),
-        F("ClientHost", "string"),
-        F("RebalanceTimeoutMs", "int32", default=-1),
-        F("TopologyEpoch", "int32"),
-        F("ProcessId", "string"),
-        F("UserEndpoint", "Endpoint", nullable="0+", default=None, fields=(F("Host", "string"), F("Port", "uint16"))),
-        F("ClientTags", "[]KeyValue", fields=(F("Key", "string"), F("Value", "string"))),
-    ]),
+    _rt(
+        17,
+        "StreamsGroupMetadata",
+        _GROUP,
+        [
+            F("Epoch", "int32"),
+            F("MetadataHash", "int64"),
+            F("ValidatedTopologyEpoch", "int32", tag=0, tagged_versions="0+", default=-1),
+            F(
+                "LastAssignmentConfigs",
+                "[]LastAssignmentConfig",
+                nullable="0+",
+                tag=1,
+                tagged_versions="0+",
+                fields=(F("Key", "string"), F("Value", "string")),
+            ),
+            F("StoredDescriptionTopologyEpoch", "int32", tag=2, tagged_versions="0+", default=-1),
+            F("FailedDescriptionTopologyEpoch", "int32", tag=3, tagged_versions="0+", default=-1),
+        ],
+    ),
+    _rt(
+        18, "StreamsGroupPartitionMetadata", _GROUP, [F("Topics", "[]TopicMetadata", fields=_TOPIC_PARTITION_METADATA)]
+    ),
+    _rt(
+        19,
+        "StreamsGroupMemberMetadata",
+        _GROUP_MEMBER,
+        [
+            F("InstanceId", "string", nullable="0+"),
+            F("RackId", "string", nullable="0+"),
+            F("ClientId", "string"),
+            F("ClientHost", "string"),
+            F("RebalanceTimeoutMs", "int32", default=-1),
+            F("TopologyEpoch", "int32"),
+            F("ProcessId", "string"),
+            F(
+                "UserEndpoint",
+                "Endpoint",
+                nullable="0+",
+                default=None,
+                fields=(F("Host", "string"), F("Port", "uint16")),
+            ),
+            F("ClientTags", "[]KeyValue", fields=(F("Key", "string"), F("Value", "string"))),
+        ],
+    ),
     _rt(20, "StreamsGroupTargetAssignmentMetadata", _GROUP, [F("AssignmentEpoch", "int32"), _ASSIGNMENT_TIMESTAMP]),
-    _rt(21, "StreamsGroupTargetAssignmentMember", _GROUP_MEMBER, [
-        F("ActiveTasks", "[]TaskIds", fields=_TASK_IDS),
-        F("StandbyTasks", "[]TaskIds", fields=_TASK_IDS),
-        F("WarmupTasks", "[]TaskIds", fields=_TASK_IDS),
-    ]),
-    _rt(22, "StreamsGroupCurrentMemberAssignment", _GROUP_MEMBER, [
-        F("MemberEpoch", "int32"),
-        F("PreviousMemberEpoch", "int32"),
-        F("State", "int8"),
-        F("ActiveTasks", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
-        F("StandbyTasks", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
-        F("WarmupTasks", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
-        F("ActiveTasksPendingRevocation", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
-        F("StandbyTasksPendingRevocation", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
-        F("WarmupTasksPendingRevocation", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
-    ]),
-    _rt(23, "StreamsGroupTopology", _GROUP, [
-        F("Epoch", "int32"),
-        F("Subtopologies", "[]Subtopology", fields=(
-            F("SubtopologyId", "string"),
-            F("SourceTopics", "[]string"),
-            F("SourceTopicRegex", "[]string"),
-            F("StateChangelogTopics", "[]TopicInfo", fields=_STREAMS_TOPIC_INFO),
-            F("RepartitionSinkTopics", "[]string"),
-            F("RepartitionSourceTopics", "[]TopicInfo", fields=_STREAMS_TOPIC_INFO),
-            F("CopartitionGroups", "[]CopartitionGroup", fields=(
-                F("SourceTopics", "[]int16"),
-                F("SourceTopicRegex", "[]int16"),
-                F("RepartitionSourceTopics", "[]int16"),
-            )),
-        )),
-    ]),
+    _rt(
+        21,
+        "StreamsGroupTargetAssignmentMember",
+        _GROUP_MEMBER,
+        [
+            F("ActiveTasks", "[]TaskIds", fields=_TASK_IDS),
+            F("StandbyTasks", "[]TaskIds", fields=_TASK_IDS),
+            F("WarmupTasks", "[]TaskIds", fields=_TASK_IDS),
+        ],
+    ),
+    _rt(
+        22,
+        "StreamsGroupCurrentMemberAssignment",
+        _GROUP_MEMBER,
+        [
+            F("MemberEpoch", "int32"),
+            F("PreviousMemberEpoch", "int32"),
+            F("State", "int8"),
+            F("ActiveTasks", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
+            F("StandbyTasks", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
+            F("WarmupTasks", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
+            F("ActiveTasksPendingRevocation", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
+            F("StandbyTasksPendingRevocation", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
+            F("WarmupTasksPendingRevocation", "[]TaskIds", fields=_TASK_IDS_EPOCHS),
+        ],
+    ),
+    _rt(
+        23,
+        "StreamsGroupTopology",
+        _GROUP,
+        [
+            F("Epoch", "int32"),
+            F(
+                "Subtopologies",
+                "[]Subtopology",
+                fields=(
+                    F("SubtopologyId", "string"),
+                    F("SourceTopics", "[]string"),
+                    F("SourceTopicRegex", "[]string"),
+                    F("StateChangelogTopics", "[]TopicInfo", fields=_STREAMS_TOPIC_INFO),
+                    F("RepartitionSinkTopics", "[]string"),
+                    F("RepartitionSourceTopics", "[]TopicInfo", fields=_STREAMS_TOPIC_INFO),
+                    F(
+                        "CopartitionGroups",
+                        "[]CopartitionGroup",
+                        fields=(
+                            F("SourceTopics", "[]int16"),
+                            F("SourceTopicRegex", "[]int16"),
+                            F("RepartitionSourceTopics", "[]int16"),
+                        ),
+                    ),
+                ),
+            ),
+        ],
+    ),
 ]
 
 OFFSETS_RECORD_TYPES: dict[int, RecordType] = {rt.record_type: rt for rt in _OFFSETS_TYPES}
@@ -289,53 +441,102 @@ TRANSACTION_RECORD_TYPES: dict[int, RecordType] = {
         0,
         "TransactionLog",
         _key("TransactionLogKey", 0, [F("TransactionalId", "string", versions="0")]),
-        _value("TransactionLogValue", 0, [
-            F("ProducerId", "int64"),
-            F("PreviousProducerId", "int64", versions="1+", tag=0, tagged_versions="1+", default=-1),
-            F("NextProducerId", "int64", versions="1+", tag=1, tagged_versions="1+", default=-1),
-            F("ProducerEpoch", "int16"),
-            F("NextProducerEpoch", "int16", versions="1+", tag=3, tagged_versions="1+", default=-1),
-            F("TransactionTimeoutMs", "int32"),
-            F("TransactionStatus", "int8"),
-            F("TransactionPartitions", "[]PartitionsSchema", nullable="0+", fields=(
-                F("Topic", "string"), F("PartitionIds", "[]int32"),
-            )),
-            F("TransactionLastUpdateTimestampMs", "int64"),
-            F("TransactionStartTimestampMs", "int64"),
-            F("ClientTransactionVersion", "int16", versions="1+", tag=2, tagged_versions="1+", default=0),
-        ], versions=(0, 1), flexible="1+"),
+        _value(
+            "TransactionLogValue",
+            0,
+            [
+                F("ProducerId", "int64"),
+                F("PreviousProducerId", "int64", versions="1+", tag=0, tagged_versions="1+", default=-1),
+                F("NextProducerId", "int64", versions="1+", tag=1, tagged_versions="1+", default=-1),
+                F("ProducerEpoch", "int16"),
+                F("NextProducerEpoch", "int16", versions="1+", tag=3, tagged_versions="1+", default=-1),
+                F("TransactionTimeoutMs", "int32"),
+                F("TransactionStatus", "int8"),
+                F(
+                    "TransactionPartitions",
+                    "[]PartitionsSchema",
+                    nullable="0+",
+                    fields=(
+                        F("Topic", "string"),
+                        F("PartitionIds", "[]int32"),
+                    ),
+                ),
+                F("TransactionLastUpdateTimestampMs", "int64"),
+                F("TransactionStartTimestampMs", "int64"),
+                F("ClientTransactionVersion", "int16", versions="1+", tag=2, tagged_versions="1+", default=0),
+            ],
+            versions=(0, 1),
+            flexible="1+",
+        ),
         0,
     ),
 }
 """``__transaction_state`` record types."""
 
-TRANSACTION_STATUS = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
-                      5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
+TRANSACTION_STATUS = {
+    0: "Empty",
+    1: "Ongoing",
+    2: "PrepareCommit",
+    3: "PrepareAbort",
+    4: "CompleteCommit",
+    5: "CompleteAbort",
+    6: "Dead",
+    7: "PrepareEpochFence",
+}
 
-_STATE_BATCH = (F("FirstOffset", "int64"), F("LastOffset", "int64"), F("DeliveryState", "int8"), F("DeliveryCount", "int16"))
-_SHARE_KEY = [F("GroupId", "string", versions="0"), F("TopicId", "uuid", versions="0"), F("Partition", "int32", versions="0")]
+_STATE_BATCH = (
+    F("FirstOffset", "int64"),
+    F("LastOffset", "int64"),
+    F("DeliveryState", "int8"),
+    F("DeliveryCount", "int16"),
+)
+_SHARE_KEY = [
+    F("GroupId", "string", versions="0"),
+    F("TopicId", "uuid", versions="0"),
+    F("Partition", "int32", versions="0"),
+]
 _DELIVERY_COMPLETE_COUNT = F("DeliveryCompleteCount", "int32", tag=0, tagged_versions="0+", default=-1)
 
 # Layouts of Kafka 4.3/4.4. The 4.0 preview used other layouts (uint16 SnapshotEpoch, no
 # timestamps) that are not decoded here.
 SHARE_STATE_RECORD_TYPES: dict[int, RecordType] = {
-    0: RecordType(0, "ShareSnapshot", _key("ShareSnapshotKey", 0, _SHARE_KEY), _value("ShareSnapshotValue", 0, [
-        F("SnapshotEpoch", "int32"),
-        F("StateEpoch", "int32"),
-        F("LeaderEpoch", "int32"),
-        F("StartOffset", "int64"),
-        _DELIVERY_COMPLETE_COUNT,
-        F("CreateTimestamp", "int64"),
-        F("WriteTimestamp", "int64"),
-        F("StateBatches", "[]StateBatch", fields=_STATE_BATCH),
-    ]), 0),
-    1: RecordType(1, "ShareUpdate", _key("ShareUpdateKey", 1, _SHARE_KEY), _value("ShareUpdateValue", 1, [
-        F("SnapshotEpoch", "int32"),
-        F("LeaderEpoch", "int32"),
-        F("StartOffset", "int64"),
-        _DELIVERY_COMPLETE_COUNT,
-        F("StateBatches", "[]StateBatch", fields=_STATE_BATCH),
-    ]), 0),
+    0: RecordType(
+        0,
+        "ShareSnapshot",
+        _key("ShareSnapshotKey", 0, _SHARE_KEY),
+        _value(
+            "ShareSnapshotValue",
+            0,
+            [
+                F("SnapshotEpoch", "int32"),
+                F("StateEpoch", "int32"),
+                F("LeaderEpoch", "int32"),
+                F("StartOffset", "int64"),
+                _DELIVERY_COMPLETE_COUNT,
+                F("CreateTimestamp", "int64"),
+                F("WriteTimestamp", "int64"),
+                F("StateBatches", "[]StateBatch", fields=_STATE_BATCH),
+            ],
+        ),
+        0,
+    ),
+    1: RecordType(
+        1,
+        "ShareUpdate",
+        _key("ShareUpdateKey", 1, _SHARE_KEY),
+        _value(
+            "ShareUpdateValue",
+            1,
+            [
+                F("SnapshotEpoch", "int32"),
+                F("LeaderEpoch", "int32"),
+                F("StartOffset", "int64"),
+                _DELIVERY_COMPLETE_COUNT,
+                F("StateBatches", "[]StateBatch", fields=_STATE_BATCH),
+            ],
+        ),
+        0,
+    ),
 }
 """``__share_group_state`` record types."""
 
@@ -343,23 +544,42 @@ SHARE_STATE_RECORD_TYPES: dict[int, RecordType] = {
 # ConsumerProtocol blobs (reference §6.6)
 
 _TOPIC_PARTITION = (F("Topic", "string"), F("Partitions", "[]int32"))
-CONSUMER_SUBSCRIPTION = Schema("ConsumerProtocolSubscription", None, (0, 3), "none", [
-    F("Topics", "[]string"),
-    F("UserData", "bytes", nullable="0+", default=None),
-    F("OwnedPartitions", "[]TopicPartition", versions="1+", ignorable=True,
-      fields=(F("Topic", "string", versions="1+"), F("Partitions", "[]int32", versions="1+"))),
-    F("GenerationId", "int32", versions="2+", default=-1, ignorable=True),
-    F("RackId", "string", versions="3+", nullable="3+", default=None, ignorable=True),
-], type="data")
-CONSUMER_ASSIGNMENT = Schema("ConsumerProtocolAssignment", None, (0, 3), "none", [
-    F("AssignedPartitions", "[]TopicPartition", fields=_TOPIC_PARTITION),
-    F("UserData", "bytes", nullable="0+", default=None),
-], type="data")
+CONSUMER_SUBSCRIPTION = Schema(
+    "ConsumerProtocolSubscription",
+    None,
+    (0, 3),
+    "none",
+    [
+        F("Topics", "[]string"),
+        F("UserData", "bytes", nullable="0+", default=None),
+        F(
+            "OwnedPartitions",
+            "[]TopicPartition",
+            versions="1+",
+            ignorable=True,
+            fields=(F("Topic", "string", versions="1+"), F("Partitions", "[]int32", versions="1+")),
+        ),
+        F("GenerationId", "int32", versions="2+", default=-1, ignorable=True),
+        F("RackId", "string", versions="3+", nullable="3+", default=None, ignorable=True),
+    ],
+    type="data",
+)
+CONSUMER_ASSIGNMENT = Schema(
+    "ConsumerProtocolAssignment",
+    None,
+    (0, 3),
+    "none",
+    [
+        F("AssignedPartitions", "[]TopicPartition", fields=_TOPIC_PARTITION),
+        F("UserData", "bytes", nullable="0+", default=None),
+    ],
+    type="data",
+)
 
 _I16 = struct.Struct(">h")
 
 
-def _decode_protocol(schema: Schema, data: bytes | memoryview) -> tuple[int, dict]:
+def _decode_protocol(schema: Schema, data: bytes | bytearray | memoryview) -> tuple[int, dict]:
     raw = bytes(data)
     if len(raw) < 2:
         raise CorruptDataError("", 0, "decode_error", f"{schema.name}: {len(raw)} bytes, no version prefix")
@@ -369,11 +589,13 @@ def _decode_protocol(schema: Schema, data: bytes | memoryview) -> tuple[int, dic
     read_at = min(version, schema.valid_versions[1])  # newer versions only append fields
     values, _unknown, end = decode(schema, read_at, raw, 2)
     if end != len(raw) and version <= schema.valid_versions[1]:
-        raise CorruptDataError("", end, "decode_error", f"{schema.name} v{version}: {len(raw) - end} byte(s) of garbage")
+        raise CorruptDataError(
+            "", end, "decode_error", f"{schema.name} v{version}: {len(raw) - end} byte(s) of garbage"
+        )
     return version, values
 
 
-def decode_consumer_subscription(data: bytes | memoryview) -> tuple[int, dict]:
+def decode_consumer_subscription(data: bytes | bytearray | memoryview) -> tuple[int, dict]:
     """Decode a ConsumerProtocol subscription blob: ``(version, fields)``.
 
     Raises
@@ -389,12 +611,13 @@ def decode_consumer_subscription(data: bytes | memoryview) -> tuple[int, dict]:
     return _decode_protocol(CONSUMER_SUBSCRIPTION, data)
 
 
-def decode_consumer_assignment(data: bytes | memoryview) -> tuple[int, dict]:
+def decode_consumer_assignment(data: bytes | bytearray | memoryview) -> tuple[int, dict]:
     """Decode a ConsumerProtocol assignment blob: ``(version, fields)``.
 
     Examples
     --------
-    >>> decode_consumer_assignment(encode_consumer_assignment({"assignedPartitions": [{"topic": "t", "partitions": [0]}]}))
+    >>> blob = encode_consumer_assignment({"assignedPartitions": [{"topic": "t", "partitions": [0]}]})
+    >>> decode_consumer_assignment(blob)
     (3, {'assignedPartitions': [{'topic': 't', 'partitions': [0]}], 'userData': None})
     """
     return _decode_protocol(CONSUMER_ASSIGNMENT, data)
@@ -460,8 +683,9 @@ class CoordinatorRecord:
         return f"{self.name}Value" if self.name != "Unknown" else "Unknown"
 
 
-def _decode_coordinator(key: bytes | memoryview | None, value: bytes | memoryview | None,
-                        registry: dict[int, RecordType]) -> CoordinatorRecord:
+def _decode_coordinator(
+    key: bytes | memoryview | None, value: bytes | memoryview | None, registry: dict[int, RecordType]
+) -> CoordinatorRecord:
     rec = CoordinatorRecord(-1, "Unknown", {}, None, None, value is None)
     if key is None:
         rec.error = "coordinator record without a key"
@@ -512,8 +736,14 @@ def _lookup(registry: dict[int, RecordType], record_type: int | str) -> RecordTy
     raise ConfigError(f"unknown record type {record_type!r}; known: {', '.join(rt.name for rt in registry.values())}")
 
 
-def _encode_coordinator(registry: dict[int, RecordType], record_type: int | str, key: dict, value: dict | None,
-                        value_version: int | None, unknown_tags: dict[int, bytes] | None) -> tuple[bytes, bytes | None]:
+def _encode_coordinator(
+    registry: dict[int, RecordType],
+    record_type: int | str,
+    key: dict,
+    value: dict | None,
+    value_version: int | None,
+    unknown_tags: dict[int, bytes] | None,
+) -> tuple[bytes, bytes | None]:
     rt = _lookup(registry, record_type)
     key_bytes = _I16.pack(rt.record_type) + encode(rt.key, rt.key.valid_versions[0], key)
     if value is None:
@@ -534,9 +764,13 @@ def decode_offsets_record(key: bytes | memoryview | None, value: bytes | memoryv
     return _decode_coordinator(key, value, OFFSETS_RECORD_TYPES)
 
 
-def encode_offsets_record(record_type: int | str, key: dict, value: dict | None,
-                          value_version: int | None = None,
-                          unknown_tags: dict[int, bytes] | None = None) -> tuple[bytes, bytes | None]:
+def encode_offsets_record(
+    record_type: int | str,
+    key: dict,
+    value: dict | None,
+    value_version: int | None = None,
+    unknown_tags: dict[int, bytes] | None = None,
+) -> tuple[bytes, bytes | None]:
     """Encode a ``__consumer_offsets`` record as ``(key, value)``; ``value=None`` = tombstone.
 
     ``record_type`` is the number, the type name (``"OffsetCommit"``) or a schema name; the
@@ -568,8 +802,9 @@ def decode_transaction_record(key: bytes | memoryview | None, value: bytes | mem
     return _decode_coordinator(key, value, TRANSACTION_RECORD_TYPES)
 
 
-def encode_transaction_record(key: dict, value: dict | None, value_version: int = 0,
-                              unknown_tags: dict[int, bytes] | None = None) -> tuple[bytes, bytes | None]:
+def encode_transaction_record(
+    key: dict, value: dict | None, value_version: int = 0, unknown_tags: dict[int, bytes] | None = None
+) -> tuple[bytes, bytes | None]:
     """Encode a ``__transaction_state`` record (``value_version`` 0, or 1 = flexible)."""
     return _encode_coordinator(TRANSACTION_RECORD_TYPES, 0, key, value, value_version, unknown_tags)
 
@@ -579,8 +814,9 @@ def decode_share_state_record(key: bytes | memoryview | None, value: bytes | mem
     return _decode_coordinator(key, value, SHARE_STATE_RECORD_TYPES)
 
 
-def encode_share_state_record(record_type: int | str, key: dict, value: dict | None,
-                              value_version: int = 0) -> tuple[bytes, bytes | None]:
+def encode_share_state_record(
+    record_type: int | str, key: dict, value: dict | None, value_version: int = 0
+) -> tuple[bytes, bytes | None]:
     """Encode a ``__share_group_state`` record."""
     return _encode_coordinator(SHARE_STATE_RECORD_TYPES, record_type, key, value, value_version, None)
 
@@ -595,8 +831,8 @@ def expand_group_metadata(value: dict) -> dict:
 
     Examples
     --------
-    >>> v = {"protocolType": "consumer", "members": [{"subscription": encode_consumer_subscription({"topics": ["t"]}, 0),
-    ...      "assignment": b""}]}
+    >>> blob = encode_consumer_subscription({"topics": ["t"]}, 0)
+    >>> v = {"protocolType": "consumer", "members": [{"subscription": blob, "assignment": b""}]}
     >>> expand_group_metadata(v)["members"][0]["subscription"]["topics"]
     ['t']
     """
@@ -606,7 +842,10 @@ def expand_group_metadata(value: dict) -> dict:
     members = []
     for member in value.get("members") or []:
         m = dict(member)
-        for name, decoder in (("subscription", decode_consumer_subscription), ("assignment", decode_consumer_assignment)):
+        for name, decoder in (
+            ("subscription", decode_consumer_subscription),
+            ("assignment", decode_consumer_assignment),
+        ):
             blob = m.get(name)
             if isinstance(blob, (bytes, bytearray)) and blob:
                 try:
@@ -668,8 +907,13 @@ def offsets_dump_payload(record: CoordinatorRecord, expand_consumer_protocol: bo
     if rt is None or record.value is None or record.value_version is None:
         return None
     rendered = to_json(rt.value, record.value, record.value_version)
-    if expand_consumer_protocol and rt.record_type == 2 and rt.name == "GroupMetadata" and record.value.get("protocolType") == "consumer":
-        for member_json, member in zip(rendered.get("members") or [], record.value.get("members") or []):
+    if (
+        expand_consumer_protocol
+        and rt.record_type == 2
+        and rt.name == "GroupMetadata"
+        and record.value.get("protocolType") == "consumer"
+    ):
+        for member_json, member in zip(rendered.get("members") or [], record.value.get("members") or [], strict=False):
             for key, schema in (("subscription", CONSUMER_SUBSCRIPTION), ("assignment", CONSUMER_ASSIGNMENT)):
                 expanded = _protocol_json(schema, member.get(key))
                 if expanded is not None:

@@ -27,11 +27,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from workbench.errors import ConfigError
+from workbench.formats.messages import ZERO_UUID, Schema, dumps_json, to_json, uuid_from_str
 from workbench.formats.messages import Field as F
-from workbench.formats.messages import Schema, ZERO_UUID, dumps_json, to_json, uuid_from_str
 from workbench.formats.problems import Problem, ProblemLog
 
 __all__ = [
@@ -141,7 +141,8 @@ def parse_meta_properties(text: str, path: str = "", strict: bool = False) -> Me
 
     Examples
     --------
-    >>> m = parse_meta_properties("#\\n#Mon Jan 01 00:00:00 UTC 2024\\nnode.id=1\\nversion=1\\ncluster.id=q1w2e3r4t5y6u7i8o9p0\\n")
+    >>> text = "#\\n#Mon Jan 01 00:00:00 UTC 2024\\nnode.id=1\\nversion=1\\ncluster.id=q1w2e3r4t5y6u7i8o9p0\\n"
+    >>> m = parse_meta_properties(text)
     >>> m.version, m.node_id, m.cluster_id, m.directory_id
     (1, 1, 'q1w2e3r4t5y6u7i8o9p0', None)
     """
@@ -200,13 +201,13 @@ def format_meta_properties(props: dict[str, object], written_at: datetime | None
 
     Examples
     --------
-    >>> print(format_meta_properties({"node.id": 1, "version": 1}, datetime(2024, 1, 1, tzinfo=timezone.utc)), end="")
+    >>> print(format_meta_properties({"node.id": 1, "version": 1}, datetime(2024, 1, 1, tzinfo=UTC)), end="")
     #
     #Mon Jan 01 00:00:00 UTC 2024
     node.id=1
     version=1
     """
-    when = written_at or datetime.now(timezone.utc)
+    when = written_at or datetime.now(UTC)
     lines = ["#", "#" + when.strftime("%a %b %d %H:%M:%S ") + (when.tzname() or "UTC") + when.strftime(" %Y")]
     for key, value in props.items():
         lines.append(f"{_escape_property(str(key), True)}={_escape_property(str(value), False)}")
@@ -216,15 +217,22 @@ def format_meta_properties(props: dict[str, object], written_at: datetime | None
 # ---------------------------------------------------------------------------------------------
 # quorum-state (§4.4)
 
-QUORUM_STATE_SCHEMA = Schema("QuorumStateData", None, (0, 1), "0+", [
-    F("ClusterId", "string", versions="0"),
-    F("LeaderId", "int32", default=-1),
-    F("LeaderEpoch", "int32", default=-1),
-    F("VotedId", "int32", default=-1),
-    F("VotedDirectoryId", "uuid", versions="1+"),
-    F("AppliedOffset", "int64", versions="0"),
-    F("CurrentVoters", "[]Voter", versions="0", nullable="0", fields=(F("VoterId", "int32", versions="0"),)),
-], type="data")
+QUORUM_STATE_SCHEMA = Schema(
+    "QuorumStateData",
+    None,
+    (0, 1),
+    "0+",
+    [
+        F("ClusterId", "string", versions="0"),
+        F("LeaderId", "int32", default=-1),
+        F("LeaderEpoch", "int32", default=-1),
+        F("VotedId", "int32", default=-1),
+        F("VotedDirectoryId", "uuid", versions="1+"),
+        F("AppliedOffset", "int64", versions="0"),
+        F("CurrentVoters", "[]Voter", versions="0", nullable="0", fields=(F("VoterId", "int32", versions="0"),)),
+    ],
+    type="data",
+)
 """The ``QuorumStateData`` layout whose JSON rendering is the ``quorum-state`` file."""
 
 
@@ -253,7 +261,9 @@ def parse_quorum_state(text: str, path: str = "", strict: bool = False) -> Quoru
 
     Examples
     --------
-    >>> q = parse_quorum_state('{"leaderId":-1,"leaderEpoch":2,"votedId":1,"votedDirectoryId":"J8aAPcfLQt2bqs1JT_rMgQ","data_version":1}')
+    >>> text = '{"leaderId":-1,"leaderEpoch":2,"votedId":1,"votedDirectoryId":"J8aAPcfLQt2bqs1JT_rMgQ",'
+    >>> text += '"data_version":1}'
+    >>> q = parse_quorum_state(text)
     >>> q.data_version, q.leader_epoch, q.voted_id, q.voted_directory_id
     (1, 2, 1, 'J8aAPcfLQt2bqs1JT_rMgQ')
     """
@@ -289,7 +299,9 @@ def parse_quorum_state(text: str, path: str = "", strict: bool = False) -> Quoru
     state.cluster_id = obj.get("clusterId", "") if isinstance(obj.get("clusterId", ""), str) else ""
     voters = obj.get("currentVoters")
     if isinstance(voters, list):
-        state.current_voters = [v["voterId"] for v in voters if isinstance(v, dict) and isinstance(v.get("voterId"), int)]
+        state.current_voters = [
+            v["voterId"] for v in voters if isinstance(v, dict) and isinstance(v.get("voterId"), int)
+        ]
         if len(state.current_voters) != len(voters):
             log.report(0, "bad_value", f"currentVoters has malformed entries: {voters!r}")
     return state
@@ -399,7 +411,9 @@ def format_checkpoint(version: int, entries: list[tuple]) -> str:
 # partition.metadata, .kafka_cleanshutdown, snapshot names
 
 
-def parse_partition_metadata(text: str, path: str = "", strict: bool = False) -> tuple[int | None, str | None, list[Problem]]:
+def parse_partition_metadata(
+    text: str, path: str = "", strict: bool = False
+) -> tuple[int | None, str | None, list[Problem]]:
     """Parse ``partition.metadata``: ``(version, topic_id, problems)``.
 
     Examples

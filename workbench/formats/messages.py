@@ -37,10 +37,11 @@ import json
 import math
 import re
 import struct
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import lru_cache
-from typing import Any, Callable, Iterable
+from functools import cache
+from typing import Any
 
 from workbench.errors import ConfigError, CorruptDataError
 from workbench.formats.primitives import encode_uvarint, read_uvarint
@@ -124,7 +125,7 @@ class VersionRange:
         return self.high < self.low
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parse_range(text: str) -> VersionRange:
     text = text.strip()
     if text == "none":
@@ -185,7 +186,7 @@ class Field:
     tag: int | None = None
     tagged_versions: str = "none"
     default: Any = TYPE_DEFAULT
-    fields: tuple[Field, ...] = ()
+    fields: Sequence[Field] = ()
     ignorable: bool = False
     json_name: str = field(default="", compare=False)
 
@@ -231,7 +232,7 @@ class Schema:
     api_key: int | None
     valid_versions: tuple[int, int]
     flexible: str
-    fields: tuple[Field, ...]
+    fields: Sequence[Field]
     type: str = "metadata"
 
     def __post_init__(self) -> None:
@@ -332,7 +333,11 @@ def uuid_from_str(value: Any) -> bytes:
 
 
 def _norm_uuid(value: Any) -> str:
-    return value if isinstance(value, str) and len(value) == 22 and _is_b64url(value) else uuid_to_str(uuid_from_str(value))
+    return (
+        value
+        if isinstance(value, str) and len(value) == 22 and _is_b64url(value)
+        else uuid_to_str(uuid_from_str(value))
+    )
 
 
 def _is_b64url(text: str) -> bool:
@@ -469,7 +474,12 @@ def _string_reader(flexible: bool, nullable: VersionRange, version: int, name: s
         if n < 0:
             if n == -1 and may_be_null:
                 return None, pos
-            raise _Fail(start, f"non-nullable field {name} was serialized as null" if n == -1 else f"negative string length {n} in {name}")
+            raise _Fail(
+                start,
+                f"non-nullable field {name} was serialized as null"
+                if n == -1
+                else f"negative string length {n} in {name}",
+            )
         if pos + n > len(buf):
             raise _Fail(start, f"string {name} of {n} bytes runs past the end ({len(buf) - pos} left)")
         return bytes(buf[pos : pos + n]).decode("utf-8", errors="replace"), pos + n
@@ -487,7 +497,12 @@ def _bytes_reader(flexible: bool, nullable: VersionRange, version: int, name: st
         if n < 0:
             if n == -1 and may_be_null:
                 return None, pos
-            raise _Fail(start, f"non-nullable field {name} was serialized as null" if n == -1 else f"negative bytes length {n} in {name}")
+            raise _Fail(
+                start,
+                f"non-nullable field {name} was serialized as null"
+                if n == -1
+                else f"negative bytes length {n} in {name}",
+            )
         if pos + n > len(buf):
             raise _Fail(start, f"bytes {name} of {n} bytes run past the end ({len(buf) - pos} left)")
         return bytes(buf[pos : pos + n]), pos + n
@@ -559,10 +574,15 @@ def _array_reader(f: Field, version: int, flexible: bool, nullable: VersionRange
         if n < 0:
             if n == -1 and may_be_null:
                 return None, pos
-            raise _Fail(start, f"non-nullable field {name} was serialized as null" if n == -1 else f"negative array length {n} in {name}")
+            raise _Fail(
+                start,
+                f"non-nullable field {name} was serialized as null"
+                if n == -1
+                else f"negative array length {n} in {name}",
+            )
         if n > len(buf) - pos:
             raise _Fail(start, f"array {name} claims {n} elements but only {len(buf) - pos} bytes remain")
-        out = []
+        out: list[Any] = []
         append = out.append
         for _ in range(n):
             v, pos = elem(buf, pos)
@@ -576,17 +596,17 @@ def _array_reader(f: Field, version: int, flexible: bool, nullable: VersionRange
 class _StructPlan:
     """Compiled reading/writing plan of one struct layout at one version."""
 
-    fields: tuple[Field, ...]
+    fields: Sequence[Field]
     flexible: bool
     present: list[tuple[Field, Reader]]  # non-tagged fields in wire order
     tagged: dict[int, tuple[Field, Reader]]  # tag -> field
     defaults: list[tuple[str, Any, Field]]  # every field's json name, default (copied per record)
 
 
-_PLANS: dict[tuple[int, int, bool], tuple[tuple[Field, ...], _StructPlan]] = {}
+_PLANS: dict[tuple[int, int, bool], tuple[Sequence[Field], _StructPlan]] = {}
 
 
-def _plan(fields: tuple[Field, ...], version: int, flexible: bool) -> _StructPlan:
+def _plan(fields: Sequence[Field], version: int, flexible: bool) -> _StructPlan:
     key = (id(fields), version, flexible)
     hit = _PLANS.get(key)
     if hit is not None and hit[0] is fields:
@@ -637,13 +657,15 @@ def _read_struct_body(plan: _StructPlan, buf: Any, pos: int) -> tuple[dict, dict
                 f, read = known
                 value, p = read(buf[:end] if end < len(buf) else buf, pos)
                 if p != end:
-                    raise _Fail(tag_pos, f"tagged field {f.name} (tag {tag}) declared {size} bytes but its value used {p - pos}")
+                    raise _Fail(
+                        tag_pos, f"tagged field {f.name} (tag {tag}) declared {size} bytes but its value used {p - pos}"
+                    )
                 out[f.json_name] = value
             pos = end
     return out, unknown, pos
 
 
-def _struct_reader(fields: tuple[Field, ...], version: int, flexible: bool) -> Reader:
+def _struct_reader(fields: Sequence[Field], version: int, flexible: bool) -> Reader:
     holder: list[_StructPlan] = []
 
     def read(buf: Any, pos: int) -> tuple[Any, int]:
@@ -794,7 +816,7 @@ def _write_value(
 
 def _write_struct(
     out: bytearray,
-    fields: tuple[Field, ...],
+    fields: Sequence[Field],
     values: dict,
     unknown_tags: dict[int, bytes],
     version: int,
@@ -804,7 +826,9 @@ def _write_struct(
     known_keys = {f.json_name for f in fields}
     extra = [k for k in values if k not in known_keys and k != UNKNOWN_TAGS_KEY]
     if extra:
-        raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(extra))}; expected {', '.join(f.json_name for f in fields)}")
+        raise ConfigError(
+            f"{where}: unknown field(s) {', '.join(sorted(extra))}; expected {', '.join(f.json_name for f in fields)}"
+        )
     tagged: dict[int, bytes] = {}
     for f in fields:
         present = f.json_name in values
@@ -816,7 +840,10 @@ def _write_struct(
                 raise ConfigError(f"field {f.name}: {exc}") from exc
         if not VersionRange.parse(f.versions).contains(version):
             if present and not f.ignorable and not _equals_default(f, value):
-                raise ConfigError(f"field {f.name} does not exist in version {version} of {where} and its value {value!r} is not the default")
+                raise ConfigError(
+                    f"field {f.name} does not exist in version {version} of {where} "
+                    f"and its value {value!r} is not the default"
+                )
             continue
         if flexible and f.tag is not None and VersionRange.parse(f.tagged_versions).contains(version):
             if _equals_default(f, value):
@@ -889,10 +916,10 @@ def to_json_value(f: Field, value: Any, version: int, element: bool = False) -> 
     return to_json(f.fields, value, version)
 
 
-_JSON_PLANS: dict[tuple[int, int], tuple[tuple[Field, ...], list[tuple[Field, bool, Any, bool]]]] = {}
+_JSON_PLANS: dict[tuple[int, int], tuple[Sequence[Field], list[tuple[Field, bool, Any, bool]]]] = {}
 
 
-def _json_plan(fields: tuple[Field, ...], version: int) -> list[tuple[Field, bool, Any, bool]]:
+def _json_plan(fields: Sequence[Field], version: int) -> list[tuple[Field, bool, Any, bool]]:
     """(field, tagged, default, plain) of the fields present in ``version``, schema order."""
     hit = _JSON_PLANS.get((id(fields), version))
     if hit is not None and hit[0] is fields:
@@ -916,7 +943,8 @@ def to_json(fields: Iterable[Field] | Schema, values: dict, version: int) -> dic
 
     Examples
     --------
-    >>> s = Schema("T", 0, (0, 0), "0+", [Field("Id", "int32"), Field("Leader", "int32", tag=1, tagged_versions="0+", default=-2)])
+    >>> leader = Field("Leader", "int32", tag=1, tagged_versions="0+", default=-2)
+    >>> s = Schema("T", 0, (0, 0), "0+", [Field("Id", "int32"), leader])
     >>> to_json(s, {"id": 1, "leader": -2}, 0)
     {'id': 1}
     """
@@ -1031,7 +1059,7 @@ def _kafka_default(type_name: str, value: Any) -> Any:
     return value
 
 
-def _kafka_fields(items: list[dict], common: dict[str, list[dict]]) -> tuple[Field, ...]:
+def _kafka_fields(items: list[dict], common: dict[str, list[dict]]) -> Sequence[Field]:
     out = []
     for item in items:
         type_name = item["type"]
@@ -1039,17 +1067,19 @@ def _kafka_fields(items: list[dict], common: dict[str, list[dict]]) -> tuple[Fie
         base = type_name[2:] if type_name.startswith("[]") else type_name
         if sub is None and base in common:
             sub = common[base]
-        out.append(Field(
-            name=item["name"],
-            type=type_name,
-            versions=item.get("versions") or item.get("taggedVersions") or "none",
-            nullable=item.get("nullableVersions", "none"),
-            tag=None if item.get("tag") is None else int(item["tag"]),
-            tagged_versions=item.get("taggedVersions", "none"),
-            default=_kafka_default(type_name, item.get("default")),
-            fields=_kafka_fields(sub, common) if sub else (),
-            ignorable=bool(item.get("ignorable", False)),
-        ))
+        out.append(
+            Field(
+                name=item["name"],
+                type=type_name,
+                versions=item.get("versions") or item.get("taggedVersions") or "none",
+                nullable=item.get("nullableVersions", "none"),
+                tag=None if item.get("tag") is None else int(item["tag"]),
+                tagged_versions=item.get("taggedVersions", "none"),
+                default=_kafka_default(type_name, item.get("default")),
+                fields=_kafka_fields(sub, common) if sub else (),
+                ignorable=bool(item.get("ignorable", False)),
+            )
+        )
     return tuple(out)
 
 
@@ -1095,7 +1125,7 @@ def _range_text(text: str) -> str:
     return "none" if r.empty else f"{r.low}-{r.high}"
 
 
-def _field_differences(mine: tuple[Field, ...], theirs: tuple[Field, ...], path: str) -> list[str]:
+def _field_differences(mine: Sequence[Field], theirs: Sequence[Field], path: str) -> list[str]:
     out: list[str] = []
     if [f.name for f in mine] != [f.name for f in theirs]:
         out.append(f"{path}: fields {[f.name for f in mine]} != {[f.name for f in theirs]}")

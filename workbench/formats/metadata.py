@@ -62,161 +62,331 @@ _FEATURE = (
 )
 
 _SCHEMAS = [
-    Schema("RegisterBrokerRecord", 0, (0, 4), "0+", [
-        F("BrokerId", "int32"),
-        F("IsMigratingZkBroker", "bool", versions="2+", default=False),
-        F("IncarnationId", "uuid"),
-        F("BrokerEpoch", "int64"),
-        F("EndPoints", "[]BrokerEndpoint", fields=_BROKER_ENDPOINT),
-        F("Features", "[]BrokerFeature", fields=_FEATURE),
-        F("Rack", "string", nullable="0+"),
-        F("Fenced", "bool", default=True),
-        F("InControlledShutdown", "bool", versions="1+", default=False),
-        F("LogDirs", "[]uuid", versions="3+", tag=0, tagged_versions="3+"),
-        # v4 (Kafka 4.3, KIP-1066); tag number unverified in source (reference §3.6)
-        F("CordonedLogDirs", "[]uuid", versions="4+", nullable="4+", tag=1, tagged_versions="4+", default=None),
-    ]),
-    Schema("UnregisterBrokerRecord", 1, (0, 0), "0+", [
-        F("BrokerId", "int32"),
-        F("BrokerEpoch", "int64"),
-    ]),
-    Schema("TopicRecord", 2, (0, 0), "0+", [
-        F("Name", "string"),
-        F("TopicId", "uuid"),
-    ]),
-    Schema("PartitionRecord", 3, (0, 2), "0+", [
-        F("PartitionId", "int32", default=-1),
-        F("TopicId", "uuid"),
-        F("Replicas", "[]int32"),
-        F("Isr", "[]int32"),
-        F("RemovingReplicas", "[]int32"),
-        F("AddingReplicas", "[]int32"),
-        F("Leader", "int32", default=-1),
-        F("LeaderRecoveryState", "int8", tag=0, tagged_versions="0+", default=0),
-        F("LeaderEpoch", "int32", default=-1),
-        F("PartitionEpoch", "int32", default=-1),
-        F("Directories", "[]uuid", versions="1+"),
-        F("EligibleLeaderReplicas", "[]int32", versions="2+", nullable="2+", tag=1, tagged_versions="2+", default=None),
-        F("LastKnownElr", "[]int32", versions="2+", nullable="2+", tag=2, tagged_versions="2+", default=None),
-    ]),
-    Schema("ConfigRecord", 4, (0, 0), "0+", [
-        F("ResourceType", "int8"),
-        F("ResourceName", "string"),
-        F("Name", "string"),
-        F("Value", "string", nullable="0+"),
-    ]),
-    Schema("PartitionChangeRecord", 5, (0, 2), "0+", [
-        F("PartitionId", "int32", default=-1),
-        F("TopicId", "uuid"),
-        F("Isr", "[]int32", nullable="0+", tag=0, tagged_versions="0+", default=None),
-        F("Leader", "int32", tag=1, tagged_versions="0+", default=-2),
-        F("Replicas", "[]int32", nullable="0+", tag=2, tagged_versions="0+", default=None),
-        F("RemovingReplicas", "[]int32", nullable="0+", tag=3, tagged_versions="0+", default=None),
-        F("AddingReplicas", "[]int32", nullable="0+", tag=4, tagged_versions="0+", default=None),
-        F("LeaderRecoveryState", "int8", tag=5, tagged_versions="0+", default=-1),
-        F("Directories", "[]uuid", versions="1+", nullable="1+", tag=8, tagged_versions="1+", default=None),
-        F("EligibleLeaderReplicas", "[]int32", versions="2+", nullable="2+", tag=6, tagged_versions="2+", default=None),
-        F("LastKnownElr", "[]int32", versions="2+", nullable="2+", tag=7, tagged_versions="2+", default=None),
-    ]),
-    Schema("FenceBrokerRecord", 7, (0, 0), "0+", [
-        F("Id", "int32"),
-        F("Epoch", "int64"),
-    ]),
-    Schema("UnfenceBrokerRecord", 8, (0, 0), "0+", [
-        F("Id", "int32"),
-        F("Epoch", "int64"),
-    ]),
-    Schema("RemoveTopicRecord", 9, (0, 0), "0+", [
-        F("TopicId", "uuid"),
-    ]),
-    Schema("DelegationTokenRecord", 10, (0, 0), "0+", [
-        F("Owner", "string"),
-        F("Requester", "string"),
-        F("Renewers", "[]string"),
-        F("IssueTimestamp", "int64"),
-        F("MaxTimestamp", "int64"),
-        F("ExpirationTimestamp", "int64"),
-        F("TokenId", "string"),
-    ]),
-    Schema("UserScramCredentialRecord", 11, (0, 0), "0+", [
-        F("Name", "string"),
-        F("Mechanism", "int8"),
-        F("Salt", "bytes"),
-        F("StoredKey", "bytes"),
-        F("ServerKey", "bytes"),
-        F("Iterations", "int32"),
-    ]),
-    Schema("FeatureLevelRecord", 12, (0, 0), "0+", [
-        F("Name", "string"),
-        F("FeatureLevel", "int16"),
-    ]),
-    Schema("ClientQuotaRecord", 14, (0, 0), "0+", [
-        F("Entity", "[]EntityData", fields=(
-            F("EntityType", "string"),
-            F("EntityName", "string", nullable="0+"),
-        )),
-        F("Key", "string"),
-        F("Value", "float64"),
-        F("Remove", "bool"),
-    ]),
-    Schema("ProducerIdsRecord", 15, (0, 0), "0+", [
-        F("BrokerId", "int32"),
-        F("BrokerEpoch", "int64", default=-1),
-        F("NextProducerId", "int64"),
-    ]),
-    Schema("BrokerRegistrationChangeRecord", 17, (0, 3), "0+", [
-        F("BrokerId", "int32"),
-        F("BrokerEpoch", "int64"),
-        F("Fenced", "int8", tag=0, tagged_versions="0+"),
-        F("InControlledShutdown", "int8", versions="1+", tag=1, tagged_versions="1+"),
-        F("LogDirs", "[]uuid", versions="2+", tag=2, tagged_versions="2+"),
-        # v3 (Kafka 4.3, KIP-1066); tag number unverified in source (reference §3.6)
-        F("CordonedLogDirs", "[]uuid", versions="3+", nullable="3+", tag=3, tagged_versions="3+", default=None),
-    ]),
-    Schema("AccessControlEntryRecord", 18, (0, 0), "0+", [
-        F("Id", "uuid"),
-        F("ResourceType", "int8"),
-        F("ResourceName", "string"),
-        F("PatternType", "int8"),
-        F("Principal", "string"),
-        F("Host", "string"),
-        F("Operation", "int8"),
-        F("PermissionType", "int8"),
-    ]),
-    Schema("RemoveAccessControlEntryRecord", 19, (0, 0), "0+", [
-        F("Id", "uuid"),
-    ]),
+    Schema(
+        "RegisterBrokerRecord",
+        0,
+        (0, 4),
+        "0+",
+        [
+            F("BrokerId", "int32"),
+            F("IsMigratingZkBroker", "bool", versions="2+", default=False),
+            F("IncarnationId", "uuid"),
+            F("BrokerEpoch", "int64"),
+            F("EndPoints", "[]BrokerEndpoint", fields=_BROKER_ENDPOINT),
+            F("Features", "[]BrokerFeature", fields=_FEATURE),
+            F("Rack", "string", nullable="0+"),
+            F("Fenced", "bool", default=True),
+            F("InControlledShutdown", "bool", versions="1+", default=False),
+            F("LogDirs", "[]uuid", versions="3+", tag=0, tagged_versions="3+"),
+            # v4 (Kafka 4.3, KIP-1066); tag number unverified in source (reference §3.6)
+            F("CordonedLogDirs", "[]uuid", versions="4+", nullable="4+", tag=1, tagged_versions="4+", default=None),
+        ],
+    ),
+    Schema(
+        "UnregisterBrokerRecord",
+        1,
+        (0, 0),
+        "0+",
+        [
+            F("BrokerId", "int32"),
+            F("BrokerEpoch", "int64"),
+        ],
+    ),
+    Schema(
+        "TopicRecord",
+        2,
+        (0, 0),
+        "0+",
+        [
+            F("Name", "string"),
+            F("TopicId", "uuid"),
+        ],
+    ),
+    Schema(
+        "PartitionRecord",
+        3,
+        (0, 2),
+        "0+",
+        [
+            F("PartitionId", "int32", default=-1),
+            F("TopicId", "uuid"),
+            F("Replicas", "[]int32"),
+            F("Isr", "[]int32"),
+            F("RemovingReplicas", "[]int32"),
+            F("AddingReplicas", "[]int32"),
+            F("Leader", "int32", default=-1),
+            F("LeaderRecoveryState", "int8", tag=0, tagged_versions="0+", default=0),
+            F("LeaderEpoch", "int32", default=-1),
+            F("PartitionEpoch", "int32", default=-1),
+            F("Directories", "[]uuid", versions="1+"),
+            F(
+                "EligibleLeaderReplicas",
+                "[]int32",
+                versions="2+",
+                nullable="2+",
+                tag=1,
+                tagged_versions="2+",
+                default=None,
+            ),
+            F("LastKnownElr", "[]int32", versions="2+", nullable="2+", tag=2, tagged_versions="2+", default=None),
+        ],
+    ),
+    Schema(
+        "ConfigRecord",
+        4,
+        (0, 0),
+        "0+",
+        [
+            F("ResourceType", "int8"),
+            F("ResourceName", "string"),
+            F("Name", "string"),
+            F("Value", "string", nullable="0+"),
+        ],
+    ),
+    Schema(
+        "PartitionChangeRecord",
+        5,
+        (0, 2),
+        "0+",
+        [
+            F("PartitionId", "int32", default=-1),
+            F("TopicId", "uuid"),
+            F("Isr", "[]int32", nullable="0+", tag=0, tagged_versions="0+", default=None),
+            F("Leader", "int32", tag=1, tagged_versions="0+", default=-2),
+            F("Replicas", "[]int32", nullable="0+", tag=2, tagged_versions="0+", default=None),
+            F("RemovingReplicas", "[]int32", nullable="0+", tag=3, tagged_versions="0+", default=None),
+            F("AddingReplicas", "[]int32", nullable="0+", tag=4, tagged_versions="0+", default=None),
+            F("LeaderRecoveryState", "int8", tag=5, tagged_versions="0+", default=-1),
+            F("Directories", "[]uuid", versions="1+", nullable="1+", tag=8, tagged_versions="1+", default=None),
+            F(
+                "EligibleLeaderReplicas",
+                "[]int32",
+                versions="2+",
+                nullable="2+",
+                tag=6,
+                tagged_versions="2+",
+                default=None,
+            ),
+            F("LastKnownElr", "[]int32", versions="2+", nullable="2+", tag=7, tagged_versions="2+", default=None),
+        ],
+    ),
+    Schema(
+        "FenceBrokerRecord",
+        7,
+        (0, 0),
+        "0+",
+        [
+            F("Id", "int32"),
+            F("Epoch", "int64"),
+        ],
+    ),
+    Schema(
+        "UnfenceBrokerRecord",
+        8,
+        (0, 0),
+        "0+",
+        [
+            F("Id", "int32"),
+            F("Epoch", "int64"),
+        ],
+    ),
+    Schema(
+        "RemoveTopicRecord",
+        9,
+        (0, 0),
+        "0+",
+        [
+            F("TopicId", "uuid"),
+        ],
+    ),
+    Schema(
+        "DelegationTokenRecord",
+        10,
+        (0, 0),
+        "0+",
+        [
+            F("Owner", "string"),
+            F("Requester", "string"),
+            F("Renewers", "[]string"),
+            F("IssueTimestamp", "int64"),
+            F("MaxTimestamp", "int64"),
+            F("ExpirationTimestamp", "int64"),
+            F("TokenId", "string"),
+        ],
+    ),
+    Schema(
+        "UserScramCredentialRecord",
+        11,
+        (0, 0),
+        "0+",
+        [
+            F("Name", "string"),
+            F("Mechanism", "int8"),
+            F("Salt", "bytes"),
+            F("StoredKey", "bytes"),
+            F("ServerKey", "bytes"),
+            F("Iterations", "int32"),
+        ],
+    ),
+    Schema(
+        "FeatureLevelRecord",
+        12,
+        (0, 0),
+        "0+",
+        [
+            F("Name", "string"),
+            F("FeatureLevel", "int16"),
+        ],
+    ),
+    Schema(
+        "ClientQuotaRecord",
+        14,
+        (0, 0),
+        "0+",
+        [
+            F(
+                "Entity",
+                "[]EntityData",
+                fields=(
+                    F("EntityType", "string"),
+                    F("EntityName", "string", nullable="0+"),
+                ),
+            ),
+            F("Key", "string"),
+            F("Value", "float64"),
+            F("Remove", "bool"),
+        ],
+    ),
+    Schema(
+        "ProducerIdsRecord",
+        15,
+        (0, 0),
+        "0+",
+        [
+            F("BrokerId", "int32"),
+            F("BrokerEpoch", "int64", default=-1),
+            F("NextProducerId", "int64"),
+        ],
+    ),
+    Schema(
+        "BrokerRegistrationChangeRecord",
+        17,
+        (0, 3),
+        "0+",
+        [
+            F("BrokerId", "int32"),
+            F("BrokerEpoch", "int64"),
+            F("Fenced", "int8", tag=0, tagged_versions="0+"),
+            F("InControlledShutdown", "int8", versions="1+", tag=1, tagged_versions="1+"),
+            F("LogDirs", "[]uuid", versions="2+", tag=2, tagged_versions="2+"),
+            # v3 (Kafka 4.3, KIP-1066); tag number unverified in source (reference §3.6)
+            F("CordonedLogDirs", "[]uuid", versions="3+", nullable="3+", tag=3, tagged_versions="3+", default=None),
+        ],
+    ),
+    Schema(
+        "AccessControlEntryRecord",
+        18,
+        (0, 0),
+        "0+",
+        [
+            F("Id", "uuid"),
+            F("ResourceType", "int8"),
+            F("ResourceName", "string"),
+            F("PatternType", "int8"),
+            F("Principal", "string"),
+            F("Host", "string"),
+            F("Operation", "int8"),
+            F("PermissionType", "int8"),
+        ],
+    ),
+    Schema(
+        "RemoveAccessControlEntryRecord",
+        19,
+        (0, 0),
+        "0+",
+        [
+            F("Id", "uuid"),
+        ],
+    ),
     Schema("NoOpRecord", 20, (0, 0), "0+", []),
-    Schema("ZkMigrationStateRecord", 21, (0, 0), "0+", [
-        F("ZkMigrationState", "int8"),
-    ]),
-    Schema("RemoveUserScramCredentialRecord", 22, (0, 0), "0+", [
-        F("Name", "string"),
-        F("Mechanism", "int8"),
-    ]),
-    Schema("BeginTransactionRecord", 23, (0, 0), "0+", [
-        F("Name", "string", nullable="0+", tag=0, tagged_versions="0+", default=None),
-    ]),
+    Schema(
+        "ZkMigrationStateRecord",
+        21,
+        (0, 0),
+        "0+",
+        [
+            F("ZkMigrationState", "int8"),
+        ],
+    ),
+    Schema(
+        "RemoveUserScramCredentialRecord",
+        22,
+        (0, 0),
+        "0+",
+        [
+            F("Name", "string"),
+            F("Mechanism", "int8"),
+        ],
+    ),
+    Schema(
+        "BeginTransactionRecord",
+        23,
+        (0, 0),
+        "0+",
+        [
+            F("Name", "string", nullable="0+", tag=0, tagged_versions="0+", default=None),
+        ],
+    ),
     Schema("EndTransactionRecord", 24, (0, 0), "0+", []),
-    Schema("AbortTransactionRecord", 25, (0, 0), "0+", [
-        F("Reason", "string", nullable="0+", tag=0, tagged_versions="0+", default=None),
-    ]),
-    Schema("RemoveDelegationTokenRecord", 26, (0, 0), "0+", [
-        F("TokenId", "string"),
-    ]),
-    Schema("RegisterControllerRecord", 27, (0, 0), "0+", [
-        F("ControllerId", "int32"),
-        F("IncarnationId", "uuid"),
-        F("ZkMigrationReady", "bool"),
-        F("EndPoints", "[]ControllerEndpoint", fields=_BROKER_ENDPOINT),
-        F("Features", "[]ControllerFeature", fields=_FEATURE),
-    ]),
-    Schema("ClearElrRecord", 28, (0, 0), "0+", [
-        F("TopicName", "string"),
-    ]),
-    Schema("UnregisterControllerRecord", 29, (0, 0), "0+", [
-        F("ControllerId", "int32"),
-    ]),
+    Schema(
+        "AbortTransactionRecord",
+        25,
+        (0, 0),
+        "0+",
+        [
+            F("Reason", "string", nullable="0+", tag=0, tagged_versions="0+", default=None),
+        ],
+    ),
+    Schema(
+        "RemoveDelegationTokenRecord",
+        26,
+        (0, 0),
+        "0+",
+        [
+            F("TokenId", "string"),
+        ],
+    ),
+    Schema(
+        "RegisterControllerRecord",
+        27,
+        (0, 0),
+        "0+",
+        [
+            F("ControllerId", "int32"),
+            F("IncarnationId", "uuid"),
+            F("ZkMigrationReady", "bool"),
+            F("EndPoints", "[]ControllerEndpoint", fields=_BROKER_ENDPOINT),
+            F("Features", "[]ControllerFeature", fields=_FEATURE),
+        ],
+    ),
+    Schema(
+        "ClearElrRecord",
+        28,
+        (0, 0),
+        "0+",
+        [
+            F("TopicName", "string"),
+        ],
+    ),
+    Schema(
+        "UnregisterControllerRecord",
+        29,
+        (0, 0),
+        "0+",
+        [
+            F("ControllerId", "int32"),
+        ],
+    ),
 ]
 
 METADATA_SCHEMAS: dict[int, Schema] = {s.api_key: s for s in _SCHEMAS if s.api_key is not None}
@@ -288,7 +458,9 @@ class MetadataRecord:
     frame_version: int = field(default=FRAME_VERSION)
 
 
-def decode_framed(value: bytes | memoryview | None, registry: dict[int, Schema], what: str = "metadata record") -> MetadataRecord:
+def decode_framed(
+    value: bytes | memoryview | None, registry: dict[int, Schema], what: str = "metadata record"
+) -> MetadataRecord:
     """Decode a frame ``uvarint frameVersion | uvarint apiKey | uvarint version | body``.
 
     Never raises for bad bytes; see :class:`MetadataRecord` ``error``.

@@ -60,7 +60,9 @@ def _legacy(name: str, fields: list[F]) -> Schema:
 OFFSET_SYNC_KEY = _legacy("OffsetSyncKey", [F("topic", "string"), F("partition", "int32")])
 OFFSET_SYNC_VALUE = _legacy("OffsetSyncValue", [F("upstreamOffset", "int64"), F("offset", "int64")])
 CHECKPOINT_KEY = _legacy("CheckpointKey", [F("group", "string"), F("topic", "string"), F("partition", "int32")])
-CHECKPOINT_VALUE = _legacy("CheckpointValue", [F("upstreamOffset", "int64"), F("offset", "int64"), F("metadata", "string")])
+CHECKPOINT_VALUE = _legacy(
+    "CheckpointValue", [F("upstreamOffset", "int64"), F("offset", "int64"), F("metadata", "string")]
+)
 HEARTBEAT_KEY = _legacy("HeartbeatKey", [F("sourceClusterAlias", "string"), F("targetClusterAlias", "string")])
 HEARTBEAT_VALUE = _legacy("HeartbeatValue", [F("timestamp", "int64")])
 
@@ -94,8 +96,14 @@ class MirrorRecord:
     error: str | None = None
 
 
-def _decode(kind: str, key_schema: Schema, value_schema: Schema, versioned: bool,
-            key: bytes | memoryview | None, value: bytes | memoryview | None) -> MirrorRecord:
+def _decode(
+    kind: str,
+    key_schema: Schema,
+    value_schema: Schema,
+    versioned: bool,
+    key: bytes | memoryview | None,
+    value: bytes | memoryview | None,
+) -> MirrorRecord:
     rec = MirrorRecord(kind, {}, None)
     if key is None:
         rec.error = f"{kind} record without a key"
@@ -159,21 +167,29 @@ def decode_heartbeat(key: bytes | memoryview | None, value: bytes | memoryview |
 
 def encode_offset_sync(topic: str, partition: int, upstream_offset: int, offset: int) -> tuple[bytes, bytes]:
     """Encode an offset sync as MM2 writes it: ``(key, value)``."""
-    return (encode(OFFSET_SYNC_KEY, 0, {"topic": topic, "partition": partition}),
-            encode(OFFSET_SYNC_VALUE, 0, {"upstreamOffset": upstream_offset, "offset": offset}))
+    return (
+        encode(OFFSET_SYNC_KEY, 0, {"topic": topic, "partition": partition}),
+        encode(OFFSET_SYNC_VALUE, 0, {"upstreamOffset": upstream_offset, "offset": offset}),
+    )
 
 
-def encode_checkpoint(group: str, topic: str, partition: int, upstream_offset: int, offset: int,
-                      metadata: str = "", version: int = 0) -> tuple[bytes, bytes]:
+def encode_checkpoint(
+    group: str, topic: str, partition: int, upstream_offset: int, offset: int, metadata: str = "", version: int = 0
+) -> tuple[bytes, bytes]:
     """Encode a checkpoint as MM2 writes it (``topic`` is the downstream topic name)."""
-    return (encode(CHECKPOINT_KEY, 0, {"group": group, "topic": topic, "partition": partition}),
-            _I16.pack(version) + encode(CHECKPOINT_VALUE, 0, {"upstreamOffset": upstream_offset, "offset": offset, "metadata": metadata}))
+    return (
+        encode(CHECKPOINT_KEY, 0, {"group": group, "topic": topic, "partition": partition}),
+        _I16.pack(version)
+        + encode(CHECKPOINT_VALUE, 0, {"upstreamOffset": upstream_offset, "offset": offset, "metadata": metadata}),
+    )
 
 
 def encode_heartbeat(source_alias: str, target_alias: str, timestamp: int, version: int = 0) -> tuple[bytes, bytes]:
     """Encode a heartbeat as MM2 writes it."""
-    return (encode(HEARTBEAT_KEY, 0, {"sourceClusterAlias": source_alias, "targetClusterAlias": target_alias}),
-            _I16.pack(version) + encode(HEARTBEAT_VALUE, 0, {"timestamp": timestamp}))
+    return (
+        encode(HEARTBEAT_KEY, 0, {"sourceClusterAlias": source_alias, "targetClusterAlias": target_alias}),
+        _I16.pack(version) + encode(HEARTBEAT_VALUE, 0, {"timestamp": timestamp}),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,7 +214,8 @@ def decode_connect_offset(key: bytes | memoryview | None, value: bytes | memoryv
 
     Examples
     --------
-    >>> rec = decode_connect_offset(b'["MirrorSourceConnector",{"cluster":"A","partition":0,"topic":"orders"}]', b'{"offset":41}')
+    >>> key = b'["MirrorSourceConnector",{"cluster":"A","partition":0,"topic":"orders"}]'
+    >>> rec = decode_connect_offset(key, b'{"offset":41}')
     >>> rec.kind, rec.key["topic"], rec.value
     ('source_offset', 'orders', {'offset': 41})
     """
@@ -211,7 +228,9 @@ def decode_connect_offset(key: bytes | memoryview | None, value: bytes | memoryv
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         rec.error = f"key is not JSON: {exc}"
         return rec
-    if not (isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[0], str) and isinstance(parsed[1], dict)):
+    if not (
+        isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[0], str) and isinstance(parsed[1], dict)
+    ):
         rec.error = "key is not [connectorName, {partition}]"
         return rec
     rec.kind = _partition_kind(parsed[1])
@@ -262,12 +281,20 @@ def mirror_text(record: MirrorRecord) -> str | None:
     if v is None or record.error is not None:
         return None
     if record.kind == "offset_sync":
-        return f"OffsetSync{{topicPartition={k['topic']}-{k['partition']}, upstreamOffset={v['upstreamOffset']}, downstreamOffset={v['offset']}}}"
+        return (
+            f"OffsetSync{{topicPartition={k['topic']}-{k['partition']}, "
+            f"upstreamOffset={v['upstreamOffset']}, downstreamOffset={v['offset']}}}"
+        )
     if record.kind == "checkpoint":
-        return (f"Checkpoint{{consumerGroupId={k['group']}, topicPartition={k['topic']}-{k['partition']}, "
-                f"upstreamOffset={v['upstreamOffset']}, downstreamOffset={v['offset']}, metadata={v['metadata']}}}")
+        return (
+            f"Checkpoint{{consumerGroupId={k['group']}, topicPartition={k['topic']}-{k['partition']}, "
+            f"upstreamOffset={v['upstreamOffset']}, downstreamOffset={v['offset']}, metadata={v['metadata']}}}"
+        )
     if record.kind == "heartbeat":
-        return f"Heartbeat{{sourceClusterAlias={k['sourceClusterAlias']}, targetClusterAlias={k['targetClusterAlias']}, timestamp={v['timestamp']}}}"
+        return (
+            f"Heartbeat{{sourceClusterAlias={k['sourceClusterAlias']}, "
+            f"targetClusterAlias={k['targetClusterAlias']}, timestamp={v['timestamp']}}}"
+        )
     return None
 
 
@@ -286,9 +313,9 @@ def classify_mirror_topic(topic: str, separator: str = ".") -> tuple[str, str | 
     ('heartbeats', 'C.A')
     """
     if topic.startswith("mm2-offset-syncs.") and topic.endswith(".internal"):
-        return "offset_syncs", topic[len("mm2-offset-syncs."):-len(".internal")]
+        return "offset_syncs", topic[len("mm2-offset-syncs.") : -len(".internal")]
     if topic.startswith("mm2-offsets.") and topic.endswith(".internal"):
-        return "connect_offsets", topic[len("mm2-offsets."):-len(".internal")]
+        return "connect_offsets", topic[len("mm2-offsets.") : -len(".internal")]
     for sep in {separator, "."}:
         suffix = f"{sep}checkpoints{sep}internal"
         if topic.endswith(suffix) and len(topic) > len(suffix):
