@@ -27,7 +27,7 @@ def test_round_trip(codec):
 
 def test_gzip_is_a_java_gzipoutputstream_stream():
     out = compress("gzip", DATA)
-    assert out[:10] == bytes([0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0])  # no mtime, XFL 0, OS 0 like Java
+    assert out[:10] == bytes([0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF])  # no mtime, XFL 0, OS 255 like JDK 16+
     assert struct.unpack("<II", out[-8:]) == (zlib.crc32(DATA), len(DATA))
     assert gzip.decompress(out) == DATA
 
@@ -86,6 +86,13 @@ def test_lz4_incompressible_blocks_are_stored():
     assert word == 0x80000000 | 65536 and out[11 : 11 + 65536] == noise[:65536]
     assert decompress("lz4", out) == noise
     assert lz4.block.decompress(lz4.block.compress(b"abc"), return_bytearray=False) == b"abc"
+
+
+def test_zstd_frame_header_as_zstd_jni_streams_it():
+    out = compress("zstd", DATA)
+    # magic, frame header descriptor 0 (no content size, no checksum, not single-segment), window
+    assert out[:5] == bytes.fromhex("28b52ffd00")
+    assert zstandard.ZstdDecompressor().decompressobj().decompress(out) == DATA
 
 
 def test_zstd_without_content_size_and_concatenated_frames():

@@ -6,18 +6,21 @@ Kafka compresses the records of a v2 batch (bytes 61 to the end) or the value of
 ========  ==========================================================================
 codec     stream format as the Java client and broker write it
 ========  ==========================================================================
-gzip      GZIP stream as ``java.util.zip.GZIPOutputStream`` writes it (mtime 0, OS 0)
+gzip      GZIP stream as ``java.util.zip.GZIPOutputStream`` writes it (mtime 0, OS 255)
 snappy    Xerial snappy-java framing: 16-byte header, then ``int32 BE length`` + raw
           Snappy block, each block at most 32 KiB uncompressed
 lz4       LZ4 frame as Kafka's ``Lz4BlockOutputStream`` writes it: independent 64 KiB
           blocks, no block or content checksum, no content size. For magic 0 the
           header checksum byte is computed over the magic as well (a pre-0.10 bug that
           Kafka keeps for v0 and skips when reading v0)
-zstd      standard Zstandard frames (magic 2 only)
+zstd      a Zstandard frame as zstd-jni's streaming writer makes it (no content size,
+          no checksum; magic 2 only)
 ========  ==========================================================================
 
-The compressed bytes of snappy/lz4/zstd depend on the codec implementation and level; the
-framing around them is byte-exact. Decoders accept everything Kafka's readers accept (raw
+Checked against batches a Kafka 4.3 Java producer wrote: uncompressed and gzip batches are
+byte-identical (same zlib deflate at level 6); snappy blocks mostly are; lz4 and zstd blocks
+depend on the codec library version, so only their framing (frame headers, block layout, end
+mark) is byte-exact. Decoders accept everything Kafka's readers accept (raw
 snappy without the Xerial header, concatenated gzip members, lz4 frames with a content
 checksum, zstd frames without a content size) and never produce more than ``limit`` bytes.
 """
@@ -49,7 +52,8 @@ LZ4_BLOCK_SIZE = 64 * 1024
 _LZ4_FLG = 0x60  # version 01, independent blocks, no checksums, no content size
 _LZ4_BD = 0x40  # 64 KiB max block
 
-_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"  # as GZIPOutputStream writes it
+# as java.util.zip.GZIPOutputStream writes it since JDK 16 (OS byte 255 "unknown"; JDK 8/11 wrote 0)
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 
 
 class CodecError(ValueError):
@@ -111,7 +115,8 @@ def compress(codec: str, data: bytes, *, magic: int = 2, level: int | None = Non
     if codec == "zstd":
         if magic < 2:
             raise CodecError("zstd is not allowed for magic 0/1 (KIP-110)")
-        return zstandard.ZstdCompressor(level=3 if level is None else level).compress(data)
+        cobj = zstandard.ZstdCompressor(level=3 if level is None else level, write_content_size=False).compressobj()
+        return cobj.compress(data) + cobj.flush()
     raise CodecError(f"unknown codec {codec!r}; expected one of {', '.join(CODEC_NAMES)}")
 
 
