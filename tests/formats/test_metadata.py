@@ -331,7 +331,7 @@ def test_unsupported_version_keeps_name():
         (b"\x01", "unreadable frame"),
         (b"\x01\xff\xff\x03\x00", "out of range"),
         (b"\x01\x0c\x00" + cstr("metadata.version") + b"\x00", "FeatureLevelRecord v0"),
-        (b"\x01\x0c\x00\x00\x00\x15\x00", "non-nullable field Name"),
+        (b"\x01\x0c\x00\x00\x00\x15\x00", "non-nullable string field Name"),
     ],
 )
 def test_bad_frames_and_bodies(value, message):

@@ -464,9 +464,10 @@ def _length_reader(flexible: bool, wide: bool) -> Reader:
     return _fixed(_I32 if wide else _I16)
 
 
-def _string_reader(flexible: bool, nullable: VersionRange, version: int, name: str) -> Reader:
-    length = _length_reader(flexible, False)
-    may_be_null = nullable.contains(version)
+def _blob_reader(flexible: bool, may_be_null: bool, name: str, text: bool) -> Reader:
+    """Reader of a length-prefixed string (``text``) or bytes value; -1 length = null."""
+    length = _length_reader(flexible, not text)
+    what = "string" if text else "bytes"
 
     def read(buf: Any, pos: int) -> tuple[Any, int]:
         start = pos
@@ -474,38 +475,12 @@ def _string_reader(flexible: bool, nullable: VersionRange, version: int, name: s
         if n < 0:
             if n == -1 and may_be_null:
                 return None, pos
-            raise _Fail(
-                start,
-                f"non-nullable field {name} was serialized as null"
-                if n == -1
-                else f"negative string length {n} in {name}",
-            )
+            detail = "was serialized as null" if n == -1 else f"has negative length {n}"
+            raise _Fail(start, f"non-nullable {what} field {name} {detail}")
         if pos + n > len(buf):
-            raise _Fail(start, f"string {name} of {n} bytes runs past the end ({len(buf) - pos} left)")
-        return bytes(buf[pos : pos + n]).decode("utf-8", errors="replace"), pos + n
-
-    return read
-
-
-def _bytes_reader(flexible: bool, nullable: VersionRange, version: int, name: str) -> Reader:
-    length = _length_reader(flexible, True)
-    may_be_null = nullable.contains(version)
-
-    def read(buf: Any, pos: int) -> tuple[Any, int]:
-        start = pos
-        n, pos = length(buf, pos)
-        if n < 0:
-            if n == -1 and may_be_null:
-                return None, pos
-            raise _Fail(
-                start,
-                f"non-nullable field {name} was serialized as null"
-                if n == -1
-                else f"negative bytes length {n} in {name}",
-            )
-        if pos + n > len(buf):
-            raise _Fail(start, f"bytes {name} of {n} bytes run past the end ({len(buf) - pos} left)")
-        return bytes(buf[pos : pos + n]), pos + n
+            raise _Fail(start, f"{what} {name} of {n} bytes runs past the end ({len(buf) - pos} left)")
+        raw = bytes(buf[pos : pos + n])
+        return (raw.decode("utf-8", errors="replace") if text else raw), pos + n
 
     return read
 
@@ -535,10 +510,8 @@ def _value_reader(f: Field, version: int, flexible: bool, element: bool = False,
         return _array_reader(f, version, flexible, nullable)
     if t in _FIXED_READERS:
         return _FIXED_READERS[t]
-    if t == "string":
-        return _string_reader(flexible, nullable if not element else VersionRange.parse("none"), version, f.name)
-    if t in ("bytes", "records"):
-        return _bytes_reader(flexible, nullable if not element else VersionRange.parse("none"), version, f.name)
+    if t in ("string", "bytes", "records"):
+        return _blob_reader(flexible, nullable.contains(version) and not element, f.name, t == "string")
     struct_read = _struct_reader(f.fields, version, flexible)
     if element or not nullable.contains(version):
         return struct_read
