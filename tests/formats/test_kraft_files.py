@@ -129,6 +129,12 @@ def test_offset_checkpoint_known_text():
     assert format_checkpoint(0, cp.entries) == text
 
 
+def test_empty_checkpoint_file_has_no_entries():
+    assert parse_checkpoint("") == parse_checkpoint("", "cleaner-offset-checkpoint")
+    cp = parse_checkpoint("")
+    assert (cp.version, cp.entries, cp.problems) == (None, [], [])
+
+
 def test_leader_epoch_checkpoint():
     cp = parse_checkpoint("0\n2\n0 0\n3 1200\n")
     assert cp.entries == [(0, 0), (3, 1200)]
@@ -138,7 +144,6 @@ def test_leader_epoch_checkpoint():
 @pytest.mark.parametrize(
     "text, kind",
     [
-        ("", "truncated"),
         ("0\n", "truncated"),
         ("x\n0\n", "decode_error"),
         ("1\n0\n", "unknown_version"),
@@ -196,3 +201,65 @@ def test_snapshot_names(name, expected):
 def test_snapshot_file_name():
     assert snapshot_file_name(12345, 7) == "00000000000000012345-0000000007.checkpoint"
     assert parse_snapshot_name(snapshot_file_name(1, 2)).end_offset == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# files written by real Kafka nodes (scenario bundles; skipped when none are cached)
+
+import glob  # noqa: E402
+import os  # noqa: E402
+
+_SCENARIOS = os.path.expanduser(os.environ.get("KAFKA_WORKBENCH_SCENARIOS", "~/.cache/kafka-workbench/scenarios"))
+_NODE_DIRS = sorted(glob.glob(os.path.join(_SCENARIOS, "*", "*", "nodes", "*", "logs")))
+_CHECKPOINT_NAMES = (
+    "replication-offset-checkpoint",
+    "recovery-point-offset-checkpoint",
+    "log-start-offset-checkpoint",
+    "cleaner-offset-checkpoint",
+)
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+@pytest.mark.skipif(not _NODE_DIRS, reason="no scenario bundles cached")
+@pytest.mark.parametrize("log_dir", _NODE_DIRS, ids=[os.path.relpath(d, _SCENARIOS) for d in _NODE_DIRS])
+def test_real_log_dir_files(log_dir):
+    meta = parse_meta_properties(_read(os.path.join(log_dir, "meta.properties")))
+    assert meta.problems == [] and meta.version == 1 and meta.node_id is not None and meta.cluster_id
+    checked = 0
+    for name in _CHECKPOINT_NAMES:
+        path = os.path.join(log_dir, name)
+        if os.path.exists(path):
+            text = _read(path)
+            cp = parse_checkpoint(text, path)
+            assert cp.problems == [] and all(len(e) == 3 for e in cp.entries)
+            assert text == "" or format_checkpoint(cp.version, cp.entries) == text
+            checked += 1
+    for path in glob.glob(os.path.join(log_dir, "*", "leader-epoch-checkpoint")):
+        text = _read(path)
+        cp = parse_checkpoint(text, path)
+        assert cp.problems == [] and all(len(e) == 2 for e in cp.entries)
+        assert text == "" or format_checkpoint(cp.version, cp.entries) == text
+        checked += 1
+    for path in glob.glob(os.path.join(log_dir, "*", "partition.metadata")):
+        text = _read(path)
+        version, topic_id, problems = parse_partition_metadata(text, path)
+        assert problems == [] and version == 0
+        assert format_partition_metadata(topic_id) == text
+        checked += 1
+    quorum = os.path.join(log_dir, "__cluster_metadata-0", "quorum-state")
+    if os.path.exists(quorum):
+        text = _read(quorum)
+        state = parse_quorum_state(text, quorum)
+        assert state.problems == [] and state.data_version in (0, 1)
+        assert format_quorum_state(state) == text
+        checked += 1
+    shutdown = os.path.join(log_dir, ".kafka_cleanshutdown")
+    if os.path.exists(shutdown):
+        assert parse_clean_shutdown(_read(shutdown)) is not None
+    for path in glob.glob(os.path.join(log_dir, "__cluster_metadata-0", "*.checkpoint")):
+        assert parse_snapshot_name(os.path.basename(path)) is not None
+    assert checked > 0
