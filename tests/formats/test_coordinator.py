@@ -688,3 +688,67 @@ def test_kafka_dump_tool_decodes_every_encoded_record(tmp_path, kafka_version):
             checked += 1
         assert not mismatches, "\n".join(mismatches[:8])
     assert checked >= 40
+
+
+# ---------------------------------------------------------------------------------------------
+# real __consumer_offsets / __transaction_state segments against kafka-dump-log output
+# (scenario bundles; skipped when none are cached)
+
+_SCENARIOS = os.path.expanduser(os.environ.get("KAFKA_WORKBENCH_SCENARIOS", "~/.cache/kafka-workbench/scenarios"))
+_COORDINATOR_TOPICS = {"__consumer_offsets": decode_offsets_record, "__transaction_state": decode_transaction_record}
+
+
+def _coordinator_dumps() -> list[tuple[str, str]]:
+    out = []
+    for complete in sorted(glob.glob(os.path.join(_SCENARIOS, "*", "*", ".complete"))):
+        bundle = os.path.dirname(complete)
+        for topic in _COORDINATOR_TOPICS:
+            for dump in sorted(
+                glob.glob(os.path.join(bundle, "dumps", "nodes", "*", "logs", f"{topic}-*", "*.log.txt"))
+            ):
+                out.append((bundle, dump))
+    return out
+
+
+_REAL = _coordinator_dumps()
+
+
+@pytest.mark.skipif(not _REAL, reason="no scenario bundles with coordinator topic dumps cached")
+@pytest.mark.parametrize("bundle, dump", _REAL, ids=[os.path.relpath(d, _SCENARIOS) for _, d in _REAL])
+def test_real_coordinator_segments_match_kafka_dump(bundle, dump):
+    from workbench.formats.batch import read_batches
+    from workbench.formats.problems import ProblemLog
+
+    expected: dict[int, str] = {}
+    source = None
+    with open(dump, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            line = line.rstrip("\n")
+            if source is None and line.startswith("Dumping "):
+                source = line[len("Dumping ") :]
+            match = _RECORD_LINE.match(line)
+            if match and match.group(2).startswith("key: "):
+                expected[int(match.group(1))] = match.group(2)
+    binary = os.path.join(bundle, source or "")
+    if not expected or not os.path.exists(binary):
+        pytest.skip("nothing to compare")
+    topic = os.path.basename(os.path.dirname(binary)).rsplit("-", 1)[0]
+    decode_fn = _COORDINATOR_TOPICS[topic]
+    log = ProblemLog(binary)
+    mismatches, seen = [], 0
+    with open(binary, "rb") as fh:
+        for batch in read_batches(fh, binary, problems=log):
+            if batch.is_control:
+                continue
+            for rec in batch.records(log):
+                want = expected.get(rec.offset)
+                if want is None:
+                    continue
+                decoded = decode_fn(rec.key, rec.value)
+                assert decoded.error is None, f"offset {rec.offset}: {decoded.error}"
+                got = f"key: {offsets_dump_key(decoded)} payload: {offsets_dump_payload(decoded)}"
+                if got != want:
+                    mismatches.append(f"offset {rec.offset}:\n  kafka: {want}\n  ours:  {got}")
+                seen += 1
+    assert not mismatches, "\n".join(mismatches[:6])
+    assert seen == len(expected)
