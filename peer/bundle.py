@@ -13,6 +13,8 @@ The layout is a contract read by the rest of the project::
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -166,12 +168,13 @@ class BundleWriter:
     # -- dumps ----------------------------------------------------------------------------
 
     def dump_files(self) -> list[str]:
-        """Relative paths of every ``.log`` and ``.checkpoint`` file under ``nodes/``."""
+        """Relative paths of every ``.log`` and ``.checkpoint`` file under ``nodes/`` and
+        ``remote/``."""
         found = []
-        nodes = self.root / "nodes"
-        for path in sorted(nodes.rglob("*")):
-            if path.is_file() and path.suffix in (".log", ".checkpoint"):
-                found.append(path.relative_to(self.root).as_posix())
+        for top in ("nodes", "remote"):
+            for path in sorted((self.root / top).rglob("*")):
+                if path.is_file() and path.suffix in (".log", ".checkpoint"):
+                    found.append(path.relative_to(self.root).as_posix())
         return found
 
     def dump_all(self, files: Sequence[str] | None = None, *, chunk: int = 40) -> None:
@@ -180,22 +183,41 @@ class BundleWriter:
         Files that share flags are dumped by one tool run (``--files a,b,...``) and the
         output is split at the ``Dumping <file>`` header lines. The tool runs in the bundle
         directory with relative paths, so the headers name bundle-relative paths.
+
+        Remote segments (``remote/``, named ``<offset>-<segment id>.log`` by
+        LocalTieredStorage) are dumped through a hard link named ``<offset>.log`` in a scratch
+        directory, because kafka-dump-log reads the base offset from the file name; the
+        manifest entry then names the link in ``dumped_as``.
         """
         todo = list(files if files is not None else self.dump_files())
+        scratch = self.root / ".dump-scratch"
+        aliases: dict[str, str] = {}
+        for rel in todo:
+            name = Path(rel).name
+            stem = name.split(".", 1)[0]
+            if rel.startswith("remote/") and "-" in stem:
+                offset = stem.split("-", 1)[0]
+                alias = (Path(".dump-scratch") / Path(rel).parent / f"{offset}.log").as_posix()
+                (self.root / alias).parent.mkdir(parents=True, exist_ok=True)
+                if not (self.root / alias).exists():
+                    (self.root / alias).hardlink_to(self.root / rel)
+                aliases[rel] = alias
         groups: dict[tuple[str, ...], list[str]] = {}
         for rel in todo:
             groups.setdefault(tuple(dump_flags(rel)), []).append(rel)
-        for flags, rels in groups.items():
-            for start in range(0, len(rels), chunk):
-                part = rels[start:start + chunk]
-                self._dump_group(list(flags), part)
+        try:
+            for flags, rels in groups.items():
+                for start in range(0, len(rels), chunk):
+                    self._dump_group(list(flags), rels[start:start + chunk], aliases)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         self.save()
 
-    def _dump_group(self, flags: list[str], rels: list[str]) -> None:
+    def _dump_group(self, flags: list[str], rels: list[str], aliases: dict[str, str]) -> None:
         from peer.process import spawn
-        import subprocess
 
-        args = [*flags, "--files", ",".join(rels)]
+        names = [aliases.get(rel, rel) for rel in rels]
+        args = [*flags, "--files", ",".join(names)]
         argv = self.kafka.java(self.kafka.tool_class("dump-log"), args, heap="256m")
         child = spawn("dump-log", argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                       cwd=self.root)
@@ -217,17 +239,20 @@ class BundleWriter:
         for line in text.splitlines(keepends=True):
             if line.startswith("Dumping "):
                 name = line[len("Dumping "):].rstrip("\n")
-                if name in rels:
+                if name in names:
                     current = name
                     chunks.setdefault(current, [])
             if current is not None:
                 chunks[current].append(line)
-        for rel in rels:
+        for rel, name in zip(rels, names):
             dump_rel = f"dumps/{rel}.txt"
             target = self.root / dump_rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text("".join(chunks.get(rel, [])), encoding="utf-8")
-            self.manifest["dumps"].append({"file": rel, "dump": dump_rel, "args": list(flags)})
+            target.write_text("".join(chunks.get(name, [])), encoding="utf-8")
+            entry: dict[str, Any] = {"file": rel, "dump": dump_rel, "args": list(flags)}
+            if name != rel:
+                entry["dumped_as"] = name
+            self.manifest["dumps"].append(entry)
 
     # -- output ---------------------------------------------------------------------------
 

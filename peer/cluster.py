@@ -413,6 +413,7 @@ class Cluster:
                     "roles": sorted(node.roles),
                     "log_dirs": [f"nodes/{node.id}/logs"],
                     "cluster": self.name,
+                    "cluster_id": self.cluster_id,
                 }
             )
         return entries

@@ -80,11 +80,14 @@ class ScenarioContext:
         self.samplers: list[JmxSampler] = []
         self.cleanups: list[Callable[[], None]] = []
         self.children: list[Managed] = []
+        self.after_stop: list[Callable[[], None]] = []
 
     def cluster(self, name: str, **kwargs: Any) -> Cluster:
         """Create (not start) a cluster whose nodes are collected into the bundle."""
         first_id = kwargs.pop("first_id", 1)
         c = Cluster(self.kafka, self.work / name, name, first_id=first_id, **kwargs)
+        if not self.clusters:
+            self.bundle.manifest["cluster_id"] = c.cluster_id
         self.clusters.append(c)
         return c
 
@@ -147,6 +150,8 @@ class ScenarioContext:
         self.stop_samplers()
         for c in self.clusters:
             c.stop()
+        for fn in self.after_stop:
+            fn()
         for c in self.clusters:
             self.bundle.add_nodes(c.collect(self.bundle.root))
         self.bundle.dump_all()

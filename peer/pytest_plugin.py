@@ -1,0 +1,97 @@
+"""pytest fixtures for tests that need real Kafka.
+
+Enable for the whole suite with one line in ``tests/conftest.py``::
+
+    pytest_plugins = ["peer.pytest_plugin"]
+
+Fixtures
+--------
+kafka_dist
+    Session-scoped factory ``kafka_dist(version=DEFAULT_VERSION) -> peer.kafka.Kafka``
+    (fetches from Maven Central into the cache on first use).
+kafka_cluster
+    Function-scoped factory ``kafka_cluster(name, **Cluster kwargs) -> Cluster`` (formatted
+    and started); every cluster it made is stopped at teardown, also when the test failed.
+scenario_bundle
+    Session-scoped factory ``scenario_bundle(name, version=DEFAULT_VERSION) -> Path``: the
+    cached bundle, built first if needed.
+
+Tests using these are marked ``@pytest.mark.kafka``; they are skipped when ``java`` or
+``mvn`` is missing or ``KAFKA_PEER_SKIP=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from peer.cluster import Cluster
+from peer.kafka import DEFAULT_VERSION, Kafka, fetch
+from peer.process import stop_all
+from peer.scenario import build
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``kafka`` marker."""
+    config.addinivalue_line(
+        "markers", "kafka: needs real Apache Kafka (Java, Maven Central, loopback JVMs)"
+    )
+
+
+def kafka_unavailable() -> str | None:
+    """Why real-Kafka tests cannot run here, or None if they can."""
+    if os.environ.get("KAFKA_PEER_SKIP") == "1":
+        return "KAFKA_PEER_SKIP=1"
+    for tool in ("java", "mvn"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not on PATH"
+    return None
+
+
+@pytest.fixture(scope="session")
+def kafka_dist() -> Callable[..., Kafka]:
+    """Factory returning a fetched Kafka release (see the module docstring)."""
+    reason = kafka_unavailable()
+    if reason:
+        pytest.skip(reason)
+
+    def get(version: str = DEFAULT_VERSION) -> Kafka:
+        return fetch(version)
+
+    return get
+
+
+@pytest.fixture()
+def kafka_cluster(
+    kafka_dist: Callable[..., Kafka], tmp_path: Path
+) -> Iterator[Callable[..., Cluster]]:
+    """Factory starting clusters that are always stopped at teardown."""
+    made: list[Cluster] = []
+
+    def make(name: str = "test", version: str = DEFAULT_VERSION, **kwargs: Any) -> Cluster:
+        cluster = Cluster(kafka_dist(version), tmp_path / name, name, **kwargs)
+        made.append(cluster)
+        cluster.start()
+        return cluster
+
+    try:
+        yield make
+    finally:
+        for cluster in made:
+            cluster.__exit__(None, None, None)
+        stop_all(10.0)
+
+
+@pytest.fixture(scope="session")
+def scenario_bundle(kafka_dist: Callable[..., Kafka]) -> Callable[..., Path]:
+    """Factory returning a scenario bundle directory, built once per cache."""
+
+    def get(name: str, version: str = DEFAULT_VERSION) -> Path:
+        kafka_dist(version)
+        return build(name, version)
+
+    return get
