@@ -72,8 +72,8 @@ INCIDENT_EVENTS: list[tuple[float, tuple[str, dict]]] = [
 ]
 
 
-def write_incident_bundle(root: Path) -> Path:
-    """Write one broker's ``__cluster_metadata-0`` log holding :data:`INCIDENT_EVENTS`."""
+def write_incident_bundle(root: Path, events: list[tuple[float, tuple[str, dict]]] = INCIDENT_EVENTS) -> Path:
+    """Write one broker's ``__cluster_metadata-0`` log holding ``events`` (:data:`INCIDENT_EVENTS`)."""
     from workbench.formats.batch import encode_batch
     from workbench.formats.metadata import encode_metadata_record
 
@@ -82,7 +82,7 @@ def write_incident_bundle(root: Path) -> Path:
     log_dir.mkdir(parents=True)
     (node / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=c2VjcmV0LWNsdXN0ZXI\n")
     segment = b""
-    for offset, (seconds, (name, fields)) in enumerate(INCIDENT_EVENTS):
+    for offset, (seconds, (name, fields)) in enumerate(events):
         value = encode_metadata_record(name, 0, fields)
         segment += encode_batch(
             [(offset, T0_MS + int(seconds * 1000), None, value)], base_offset=offset, partition_leader_epoch=1

@@ -12,7 +12,7 @@ Inputs are the small, aggregated pandas frames produced by :mod:`workbench.analy
 The pure ``figure_*`` functions serve both the static report and the interactive
 :class:`IsrTimeline`. Topic names come from logs and are untrusted: plotly interprets a subset
 of HTML in labels and hover text, so every string taken from the data is escaped with
-:func:`html.escape` before it reaches a figure.
+:func:`plotly_text` before it reaches a figure.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ __all__ = [
     "findings_html",
     "isr_findings",
     "partition_label",
+    "plotly_text",
     "summary_table",
 ]
 
@@ -108,6 +109,21 @@ _HOVER = (
 _MAX_SLIDER_STEPS = 400
 
 
+def plotly_text(text: str) -> str:
+    """Escape ``text`` for plotly's label markup (``<``, ``>``, ``&``), so it shows literally.
+
+    Plotly renders a few tags (``<b>``, ``<br>``, ``<a href>``...) in titles, ticks and hover
+    text and decodes ``&lt;``, ``&gt;`` and ``&amp;``, but not ``&quot;``: quotes stay as they
+    are (they cannot open a tag).
+
+    Examples
+    --------
+    >>> plotly_text('<a href="x">')
+    '&lt;a href="x"&gt;'
+    """
+    return html.escape(text, quote=False)
+
+
 def partition_label(topic: str, partition: int) -> str:
     """Row label of a topic-partition, HTML-escaped for plotly (``topic-partition``).
 
@@ -118,7 +134,7 @@ def partition_label(topic: str, partition: int) -> str:
     >>> partition_label("<b>x</b>", 0)
     '&lt;b&gt;x&lt;/b&gt;-0'
     """
-    return html.escape(f"{topic}-{int(partition)}")
+    return plotly_text(f"{topic}-{int(partition)}")
 
 
 def _selection(values: Iterable[str] | str | None) -> list[str] | None:
@@ -167,7 +183,7 @@ def _empty_figure(title: str, message: str) -> go.Figure:
         yaxis={"visible": False},
         annotations=[
             {
-                "text": html.escape(message),
+                "text": plotly_text(message),
                 "showarrow": False,
                 "xref": "paper",
                 "yref": "paper",
@@ -257,7 +273,7 @@ def figure_isr_timeline(
         duration_ms = (part["end"] - part["start"]).dt.total_seconds().to_numpy() * 1000.0
         customdata = [
             [
-                html.escape(str(row.topic)),
+                plotly_text(str(row.topic)),
                 int(row.partition),
                 STATE_LABELS[state],
                 short_time(row.start),
