@@ -26,7 +26,9 @@ METADATA_TOPIC = "__cluster_metadata"
 # <endOffset>-<epoch>.checkpoint (KRaft snapshot)
 _SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _OFFSET_FILE_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
-_PARTITION_DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<uuid>[0-9a-f]{32})-(?P<state>delete|future|stray))?$")
+_PARTITION_DIR_RE = re.compile(
+    r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<uuid>[0-9a-f]{32})-(?P<state>delete|future|stray))?$"
+)
 _TEXT_CHECKPOINTS = {
     "replication-offset-checkpoint",
     "recovery-point-offset-checkpoint",

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from collections import Counter
-from pathlib import Path
 
 from workbench.errors import WorkbenchError
 
@@ -78,7 +77,8 @@ def cmd_dump(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``workbench`` command."""
-    parser = argparse.ArgumentParser(prog="workbench", description="Offline investigation workbench for Kafka incidents.")
+    parser = argparse.ArgumentParser(prog="workbench",
+                                     description="Offline investigation workbench for Kafka incidents.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("report", help="run an incident-report notebook on a bundle and write self-contained HTML")

@@ -12,8 +12,8 @@ def scan_problems(bundle: Bundle, *, deep: bool = False) -> list[Problem]:
     Batch headers and CRCs are checked for every file read; metadata records are decoded too.
     Nothing is kept but the problems, so memory stays flat whatever the bundle's size.
     """
-    from workbench.formats.metadata import decode_metadata_record
     from workbench.formats.batch import read_batches
+    from workbench.formats.metadata import decode_metadata_record
 
     files = bundle.metadata_files
     if deep:

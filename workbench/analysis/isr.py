@@ -319,7 +319,8 @@ def partition_summary(states: DataFrame) -> DataFrame:
     seconds = F.unix_micros("end") - F.unix_micros("start")
     sized = (states.withColumn("_secs", seconds / F.lit(1e6))
              .withColumn("_prev", F.lag(F.size("isr")).over(order))
-             .withColumn("_last", F.row_number().over(order.orderBy(F.col("start").desc(), F.col("start_offset").desc()))))
+             .withColumn("_last", F.row_number().over(
+                 order.orderBy(F.col("start").desc(), F.col("start_offset").desc()))))
 
     def secs_when(cond: str):  # noqa: ANN202
         return F.sum(F.when(F.col(cond), F.col("_secs")).otherwise(0.0))

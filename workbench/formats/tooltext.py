@@ -23,7 +23,8 @@ class TopicsDescribe:
     """Parsed ``kafka-topics --describe`` output."""
 
     topics: list[dict] = field(default_factory=list)       # topic, topic_id, partition_count, rf, configs
-    partitions: list[dict] = field(default_factory=list)   # topic, partition, leader, replicas, isr, elr, last_known_elr
+    # topic, partition, leader, replicas, isr, elr, last_known_elr
+    partitions: list[dict] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
 

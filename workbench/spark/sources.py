@@ -159,9 +159,9 @@ class MetadataReader(_ArtifactReader):
     def _decode(self, partition: FilePartition, log: Any, cols: dict[str, list]) -> Iterator[None]:
         import fsspec
 
+        from workbench.formats.batch import read_batches
         from workbench.formats.control import decode_control_record
         from workbench.formats.metadata import decode_metadata_record
-        from workbench.formats.batch import read_batches
 
         with fsspec.open(partition.path, "rb") as f:
             for batch in read_batches(f, path=partition.path, problems=log, strict=self.strict):
