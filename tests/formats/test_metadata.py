@@ -712,3 +712,25 @@ def test_kafka_dump_tool_decodes_every_encoded_record(tmp_path, kafka_version):
     ]
     assert not mismatches, "\n".join(mismatches[:10])
     assert len(expected) >= 30
+
+
+def test_newer_layout_registered_at_run_time(monkeypatch):
+    from workbench.formats.messages import schema_from_kafka_json
+
+    newer = schema_from_kafka_json(
+        {
+            "apiKey": 20,
+            "type": "metadata",
+            "name": "NoOpRecord",
+            "validVersions": "0-1",
+            "flexibleVersions": "0+",
+            "fields": [{"name": "Note", "type": "string", "versions": "1+", "taggedVersions": "1+", "tag": 0}],
+        }
+    )
+    value = b"\x01\x14\x01\x01\x00\x03hi"
+    assert "unsupported version 1" in decode_metadata_record(value).error
+    monkeypatch.setitem(METADATA_SCHEMAS, 20, newer)
+    rec = decode_metadata_record(value)
+    assert rec.error is None and rec.fields == {"note": "hi"}
+    assert encode_metadata_record("NO_OP_RECORD", 1, {"note": "hi"}) == value
+    assert metadata_json(rec) == '{"note":"hi"}'

@@ -390,13 +390,11 @@ _SCHEMAS = [
 ]
 
 METADATA_SCHEMAS: dict[int, Schema] = {s.api_key: s for s in _SCHEMAS if s.api_key is not None}
-"""KRaft metadata record schemas by apiKey."""
+"""KRaft metadata record schemas by apiKey.
 
-_BY_NAME: dict[str, Schema] = {}
-for _s in _SCHEMAS:
-    _BY_NAME[_s.name] = _s
-    _BY_NAME[_s.type_name] = _s
-del _s
+A newer layout can be registered at run time, e.g. from a Kafka jar's JSON file with
+:func:`~workbench.formats.messages.schema_from_kafka_json`; decoding and encoding use it.
+"""
 
 
 def schema_for(name_or_api_key: str | int, registry: dict[int, Schema] | None = None) -> Schema:
@@ -411,8 +409,8 @@ def schema_for(name_or_api_key: str | int, registry: dict[int, Schema] | None = 
     if isinstance(name_or_api_key, int) and not isinstance(name_or_api_key, bool):
         found = reg.get(name_or_api_key)
     else:
-        by_name = _BY_NAME if registry is None else {k: s for s in reg.values() for k in (s.name, s.type_name)}
-        found = by_name.get(str(name_or_api_key))
+        wanted = str(name_or_api_key)
+        found = next((s for s in reg.values() if wanted in (s.name, s.type_name)), None)
     if found is None:
         raise ConfigError(f"unknown record {name_or_api_key!r}; known: {', '.join(s.name for s in reg.values())}")
     return found
