@@ -727,7 +727,7 @@ def test_newer_layout_registered_at_run_time(monkeypatch):
             "fields": [{"name": "Note", "type": "string", "versions": "1+", "taggedVersions": "1+", "tag": 0}],
         }
     )
-    value = b"\x01\x14\x01\x01\x00\x03hi"
+    value = b"\x01\x14\x01" + b"\x01\x00\x03\x03hi"  # tag 0, 3 bytes: compact string "hi"
     assert "unsupported version 1" in decode_metadata_record(value).error
     monkeypatch.setitem(METADATA_SCHEMAS, 20, newer)
     rec = decode_metadata_record(value)
