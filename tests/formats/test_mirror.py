@@ -238,3 +238,50 @@ def test_mm2_classes_agree(tmp_path):
     decoders = {"offset_sync": decode_offset_sync, "checkpoint": decode_checkpoint, "heartbeat": decode_heartbeat}
     for kind, (k, v) in ours.items():
         assert java(kind, k.hex(), v.hex()) == mirror_text(decoders[kind](k, v))
+
+
+# ---------------------------------------------------------------------------------------------
+# real MirrorMaker 2 topics (scenario bundles; skipped when none are cached)
+
+import glob  # noqa: E402
+import os  # noqa: E402
+
+_SCENARIOS = os.path.expanduser(os.environ.get("KAFKA_WORKBENCH_SCENARIOS", "~/.cache/kafka-workbench/scenarios"))
+
+
+def _mirror_segments() -> list[tuple[str, str]]:
+    out = []
+    for seg in sorted(glob.glob(os.path.join(_SCENARIOS, "*", "*", "nodes", "*", "logs", "*", "*.log"))):
+        topic = os.path.basename(os.path.dirname(seg)).rsplit("-", 1)[0]
+        kind = classify_mirror_topic(topic)
+        if kind is not None:
+            out.append((kind[0], seg))
+    return out
+
+
+_MIRROR = _mirror_segments()
+_DECODERS = {
+    "offset_syncs": decode_offset_sync,
+    "checkpoints": decode_checkpoint,
+    "heartbeats": decode_heartbeat,
+    "connect_offsets": decode_connect_offset,
+}
+
+
+@pytest.mark.skipif(not _MIRROR, reason="no MirrorMaker 2 topics cached")
+@pytest.mark.parametrize("kind, segment", _MIRROR, ids=[os.path.relpath(s, _SCENARIOS) for _, s in _MIRROR])
+def test_real_mirror_topics_decode(kind, segment):
+    from workbench.formats.batch import read_batches
+    from workbench.formats.problems import ProblemLog
+
+    log = ProblemLog(segment)
+    with open(segment, "rb") as fh:
+        for batch in read_batches(fh, segment, problems=log):
+            if batch.is_control:
+                continue
+            for rec in batch.records(log):
+                decoded = _DECODERS[kind](rec.key, rec.value)
+                assert decoded.error is None, f"offset {rec.offset}: {decoded.error}"
+                if rec.value is not None and kind != "connect_offsets":
+                    assert mirror_text(decoded) is not None
+    assert log.problems == []

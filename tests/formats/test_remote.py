@@ -227,3 +227,53 @@ def test_kafka_dump_tool_prints_the_same_text(tmp_path, kafka_version):
     printed = re.findall(r"^\| offset: \d+ .*? payload: (.*)$", out, flags=re.M)
     with_txn = kafka.major >= 4
     assert printed == [remote_dump_text(decode_remote_log_metadata(v), with_txn_idx_empty=with_txn) for v in values]
+
+
+# ---------------------------------------------------------------------------------------------
+# real __remote_log_metadata segments (scenario bundles; skipped when none are cached)
+
+import glob  # noqa: E402
+import os  # noqa: E402
+
+_SCENARIOS = os.path.expanduser(os.environ.get("KAFKA_WORKBENCH_SCENARIOS", "~/.cache/kafka-workbench/scenarios"))
+_SEGMENTS = sorted(
+    glob.glob(os.path.join(_SCENARIOS, "*", "*", "nodes", "*", "logs", "__remote_log_metadata-*", "*.log"))
+)
+
+
+@pytest.mark.skipif(not _SEGMENTS, reason="no __remote_log_metadata segments cached")
+@pytest.mark.parametrize("segment", _SEGMENTS, ids=[os.path.relpath(s, _SCENARIOS) for s in _SEGMENTS])
+def test_real_remote_log_metadata(segment):
+    import re
+
+    from workbench.formats.batch import read_batches
+    from workbench.formats.problems import ProblemLog
+
+    # the dump of the same file, when the harness made one with --remote-log-metadata-decoder
+    rel = os.path.relpath(segment, os.path.join(_SCENARIOS, *os.path.relpath(segment, _SCENARIOS).split(os.sep)[:2]))
+    bundle = segment[: -len(rel) - 1]
+    dump = os.path.join(bundle, "dumps", rel + ".txt")
+    printed: dict[int, str] = {}
+    kafka_4 = os.path.relpath(segment, _SCENARIOS).split(os.sep)[0].split(".")[0] >= "4"
+    if os.path.exists(dump):
+        with open(dump, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                m = re.match(r"^\| offset: (\d+) .*? payload: (Remote\w+\{.*)$", line.rstrip("\n"))
+                if m:
+                    printed[int(m.group(1))] = m.group(2)
+    log = ProblemLog(segment)
+    decoded = compared = 0
+    with open(segment, "rb") as fh:
+        for batch in read_batches(fh, segment, problems=log):
+            if batch.is_control:
+                continue
+            for rec in batch.records(log):
+                md = decode_remote_log_metadata(rec.value)
+                assert md.error is None, f"offset {rec.offset}: {md.error}"
+                assert remote_event(md) is not None
+                if rec.offset in printed:
+                    assert remote_dump_text(md, with_txn_idx_empty=kafka_4) == printed[rec.offset]
+                    compared += 1
+                decoded += 1
+    assert log.problems == [] and decoded > 0
+    assert compared == len(printed)
