@@ -430,6 +430,4 @@ class Cluster:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for node in self.nodes:
-            if node.process is not None:
-                node.process.stop(20.0)
+        self.stop(20.0)

@@ -376,6 +376,16 @@ def fetch(version: str = DEFAULT_VERSION, *, timeout: float = 900.0) -> Kafka:
     lib = lib_dir(version)
     if (lib / STAMP).exists():
         return Kafka(version, lib)
+    from peer.locks import file_lock
+
+    with file_lock(cache_root() / "locks" / f"fetch-{version}.lock", timeout=timeout,
+                   what=f"fetch of Kafka {version}"):
+        if (lib / STAMP).exists():
+            return Kafka(version, lib)
+        return _fetch_locked(version, lib, timeout)
+
+
+def _fetch_locked(version: str, lib: Path, timeout: float) -> Kafka:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise FetchError("mvn (Apache Maven) is not on PATH; it is needed to fetch Kafka")

@@ -22,12 +22,15 @@ from peer.bundle import BundleWriter
 from peer.cluster import Cluster, cluster_id_for
 from peer.errors import PeerError, ScenarioError
 from peer.kafka import Kafka, cache_root, fetch
+from peer.locks import file_lock
 from peer.metrics import JmxSampler
 from peer.process import Managed, spawn
 
 #: Scenario names in build order (``isr`` first: it is also the demo bundle).
 SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2")
 COMPLETE = ".complete"
+#: How long a build waits for another process's build to finish.
+LOCK_TIMEOUT_S = 1800.0
 
 
 def scenario_module(name: str) -> ModuleType:
@@ -216,14 +219,26 @@ def build(
         log(f"{name}: reusing {target}")
         return target
     kafka = fetch(version)
+    # One scenario at a time per machine: a second test run waits, then reuses the bundle.
+    with file_lock(cache_root() / "locks" / "scenario.lock", timeout=LOCK_TIMEOUT_S,
+                   what="another scenario build"):
+        if is_complete(target) and not force:
+            log(f"{name}: reusing {target} (built by a concurrent run)")
+            return target
+        return _build_locked(name, module, kafka, target, log)
+
+
+def _build_locked(
+    name: str, module: ModuleType, kafka: Kafka, target: Path, log: Callable[[str], None]
+) -> Path:
     shutil.rmtree(target, ignore_errors=True)
-    work = cache_root() / "work" / version / target.name
+    work = cache_root() / "work" / kafka.version / target.name
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     bundle = BundleWriter(target, getattr(module, "SCENARIO", name), kafka, cluster_id_for(name))
     ctx = ScenarioContext(kafka, bundle, work)
     started = time.monotonic()
-    log(f"{name}: building with Kafka {version} in {target}")
+    log(f"{name}: building with Kafka {kafka.version} in {target}")
     try:
         module.run(ctx)
         ctx.finish()

@@ -7,10 +7,12 @@ to ``<bundle>/remote/``, and the topic-based remote log metadata manager
 
 * Topic ``tiered`` (1 partition, ``remote.storage.enable=true``, 1 MiB segments — the
   smallest Kafka 4.x accepts — and ``local.retention.ms`` 10 s).
-* The RLM task runs every ``TASK_INTERVAL_MS``; two bursts of ~6 MiB each roll several
-  segments at once, so between two task runs uploads fall behind (RemoteCopyLag*).
-* Retention is then lowered to 5 s (``kafka-configs --alter``), so the expiration task
-  deletes remote segments (RemoteDeleteLag*, DELETE_SEGMENT_* events).
+* The RLM task runs every ``TASK_INTERVAL_MS`` and uploads are throttled to ``COPY_QUOTA``
+  bytes/s; two bursts of ~6 MiB each roll several segments at once, so uploads fall behind
+  (RemoteCopyLag*) for a while after each burst.
+* Retention is then lowered to ``retention.bytes`` 4 MiB (``kafka-configs --alter``), so the
+  expiration task deletes the older remote segments (RemoteDeleteLag*, DELETE_SEGMENT_*
+  events) and the newer ones stay in ``remote/``.
 
 JmxTool samples the broker's remote-storage BrokerTopicMetrics (broker-wide and for the topic)
 each second, starting once the topic's gauges exist.
@@ -24,6 +26,9 @@ from peer.scenario import ScenarioContext
 
 NAME = "tiered"
 TASK_INTERVAL_MS = 10000
+#: Upload quota (KIP-956, bytes/s): 6 MiB bursts take ~12 s to upload, so the copy lag is
+#: visible in the once-a-second samples instead of vanishing inside one task run.
+COPY_QUOTA = 524288
 TOPIC = "tiered"
 
 REMOTE_METRICS = [
@@ -48,10 +53,10 @@ def run(ctx: ScenarioContext) -> None:
     remote_dir = ctx.work / "remote"
     remote_dir.mkdir(parents=True, exist_ok=True)
     broker_settings = {
-        "remote.log.storage.system.enable": "true",
         "remote.log.storage.manager.class.name": ctx.kafka.tool_class("local-tiered-storage"),
         "remote.log.metadata.manager.listener.name": "PLAINTEXT",
         "remote.log.manager.task.interval.ms": str(TASK_INTERVAL_MS),
+        "remote.log.manager.copy.max.bytes.per.second": str(COPY_QUOTA),
         "rlmm.config.remote.log.metadata.topic.num.partitions": "1",
         "rlmm.config.remote.log.metadata.topic.replication.factor": "1",
         "rsm.config.dir": str(remote_dir),
@@ -59,7 +64,10 @@ def run(ctx: ScenarioContext) -> None:
         "log.retention.check.interval.ms": "3000",
         "log.segment.delete.delay.ms": "1000",
     }
-    cluster = ctx.cluster("tiered", controllers=1, brokers=1, broker_settings=broker_settings)
+    # Controllers validate topic configs, so they must know tiered storage is enabled too.
+    settings = {"remote.log.storage.system.enable": "true"}
+    cluster = ctx.cluster("tiered", controllers=1, brokers=1, settings=settings,
+                          broker_settings=broker_settings)
     cluster.format()
     ctx.event("cluster_format", cluster="tiered", controllers=1, brokers=1,
               settings=broker_settings)
@@ -95,14 +103,14 @@ def run(ctx: ScenarioContext) -> None:
     ctx.sleep(TASK_INTERVAL_MS / 1000 + 4)
     ctx.tool("get-offsets", ["--bootstrap-server", bs, "--topic", TOPIC, "--time", "-1"])
     burst(6000)
-    ctx.sleep(2 * TASK_INTERVAL_MS / 1000 + 4)
+    ctx.sleep(2 * TASK_INTERVAL_MS / 1000 + 10)
     ctx.tool("topics", ["--bootstrap-server", bs, "--describe", "--topic", TOPIC])
     ctx.tool("get-offsets", ["--bootstrap-server", bs, "--topic", TOPIC, "--time", "-2"])
     ctx.tool("configs", ["--bootstrap-server", bs, "--alter", "--entity-type", "topics",
                          "--entity-name", TOPIC, "--add-config",
-                         "retention.ms=5000,local.retention.ms=2000"])
+                         "retention.bytes=4194304,local.retention.ms=2000"])
     ctx.event("config_set", scope="topic", topic=TOPIC,
-              config={"retention.ms": "5000", "local.retention.ms": "2000"})
+              config={"retention.bytes": "4194304", "local.retention.ms": "2000"})
     ctx.sleep(2 * TASK_INTERVAL_MS / 1000 + 5)
     ctx.tool("get-offsets", ["--bootstrap-server", bs, "--topic", TOPIC, "--time", "-2"])
     ctx.tool("get-offsets", ["--bootstrap-server", bs, "--topic", TOPIC, "--time", "-1"])

@@ -1,0 +1,49 @@
+"""Inter-process locks in the cache, so concurrent test runs neither share nor clobber work.
+
+Two runs of the suite on one machine would otherwise build the same bundle directory at
+once, and run two Kafka clusters side by side on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from peer.errors import PeerError
+
+
+@contextmanager
+def file_lock(path: Path, *, timeout: float, what: str = "") -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created), waiting at most ``timeout`` s.
+
+    Raises
+    ------
+    PeerError
+        When the lock is not free within ``timeout`` seconds.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise PeerError(
+                        f"{what or path} is busy (lock {path} held for more than {timeout:.0f} s)"
+                    ) from None
+                time.sleep(1.0)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
