@@ -38,12 +38,37 @@ FLAG_SETS = {
     "data-skip": DumpOptions(print_data_log=True, skip_record_metadata=True),
 }
 BATCH_KEYS = (
-    "position", "base_offset", "last_offset", "record_count", "size", "magic", "compression", "timestamp_type",
-    "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "last_sequence", "is_transactional",
-    "is_control", "partition_leader_epoch", "has_delete_horizon", "delete_horizon_ms", "crc", "crc_valid",
+    "position",
+    "base_offset",
+    "last_offset",
+    "record_count",
+    "size",
+    "magic",
+    "compression",
+    "timestamp_type",
+    "max_timestamp",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
+    "last_sequence",
+    "is_transactional",
+    "is_control",
+    "partition_leader_epoch",
+    "has_delete_horizon",
+    "delete_horizon_ms",
+    "crc",
+    "crc_valid",
 )
-RECORD_KEYS = ("offset", "timestamp_type", "timestamp", "key_size", "value_size", "sequence", "header_keys",
-               "batch_position")
+RECORD_KEYS = (
+    "offset",
+    "timestamp_type",
+    "timestamp",
+    "key_size",
+    "value_size",
+    "sequence",
+    "header_keys",
+    "batch_position",
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -67,30 +92,43 @@ def _binary_rows(path: Path, *, stop_at_gap: bool = True) -> tuple[list[dict], l
                 break
             expected += b.size
             legacy = b.magic < 2
-            batches.append({
-                "position": b.position, "base_offset": None if legacy else b.base_offset,
-                "last_offset": b.last_offset, "record_count": None if legacy else b.record_count,
-                "size": b.size, "magic": b.magic, "compression": b.compression, "timestamp_type": b.timestamp_type,
-                "max_timestamp": b.max_timestamp, "producer_id": None if legacy else b.producer_id,
-                "producer_epoch": None if legacy else b.producer_epoch,
-                "base_sequence": None if legacy else b.base_sequence,
-                "last_sequence": None if legacy else b.last_sequence,
-                "is_transactional": None if legacy else b.is_transactional,
-                "is_control": None if legacy else b.is_control,
-                "partition_leader_epoch": None if legacy else b.partition_leader_epoch,
-                "has_delete_horizon": None if legacy else b.has_delete_horizon,
-                "delete_horizon_ms": None if legacy else b.delete_horizon_ms,
-                "crc": b.crc, "crc_valid": b.crc_valid,
-            })
+            batches.append(
+                {
+                    "position": b.position,
+                    "base_offset": None if legacy else b.base_offset,
+                    "last_offset": b.last_offset,
+                    "record_count": None if legacy else b.record_count,
+                    "size": b.size,
+                    "magic": b.magic,
+                    "compression": b.compression,
+                    "timestamp_type": b.timestamp_type,
+                    "max_timestamp": b.max_timestamp,
+                    "producer_id": None if legacy else b.producer_id,
+                    "producer_epoch": None if legacy else b.producer_epoch,
+                    "base_sequence": None if legacy else b.base_sequence,
+                    "last_sequence": None if legacy else b.last_sequence,
+                    "is_transactional": None if legacy else b.is_transactional,
+                    "is_control": None if legacy else b.is_control,
+                    "partition_leader_epoch": None if legacy else b.partition_leader_epoch,
+                    "has_delete_horizon": None if legacy else b.has_delete_horizon,
+                    "delete_horizon_ms": None if legacy else b.delete_horizon_ms,
+                    "crc": b.crc,
+                    "crc_valid": b.crc_valid,
+                }
+            )
             for r in b.records():
-                records.append({
-                    "offset": r.offset, "timestamp_type": b.timestamp_type, "timestamp": r.timestamp,
-                    "key_size": -1 if r.key is None else len(r.key),
-                    "value_size": -1 if r.value is None else len(r.value),
-                    "sequence": _sequence(b, r.offset) if not legacy else None,
-                    "header_keys": [k for k, _ in r.headers] if not legacy else None,
-                    "batch_position": b.position,
-                })
+                records.append(
+                    {
+                        "offset": r.offset,
+                        "timestamp_type": b.timestamp_type,
+                        "timestamp": r.timestamp,
+                        "key_size": -1 if r.key is None else len(r.key),
+                        "value_size": -1 if r.value is None else len(r.value),
+                        "sequence": _sequence(b, r.offset) if not legacy else None,
+                        "header_keys": [k for k, _ in r.headers] if not legacy else None,
+                        "batch_position": b.position,
+                    }
+                )
                 raw.append((b, r))
     return batches, records, raw
 
@@ -130,8 +168,9 @@ def test_fixture_set_is_complete():
     assert len(FIXTURE_DUMPS) == 3 * 2 * 4  # three segments, two versions, four flag sets
 
 
-@pytest.mark.parametrize("segment, version, slug", FIXTURE_DUMPS,
-                         ids=[f"{s.split('/')[0]}-{v}-{f}" for s, v, f in FIXTURE_DUMPS])
+@pytest.mark.parametrize(
+    "segment, version, slug", FIXTURE_DUMPS, ids=[f"{s.split('/')[0]}-{v}-{f}" for s, v, f in FIXTURE_DUMPS]
+)
 def test_fixture_text_is_byte_identical(segment, version, slug):
     want = (FIXTURES / f"{segment}.{version}.{slug}.txt").read_bytes().decode("utf-8")
     log = ProblemLog()
@@ -143,15 +182,17 @@ def test_fixture_text_is_byte_identical(segment, version, slug):
         assert log.problems == []
 
 
-@pytest.mark.parametrize("segment, version, slug", FIXTURE_DUMPS,
-                         ids=[f"{s.split('/')[0]}-{v}-{f}" for s, v, f in FIXTURE_DUMPS])
+@pytest.mark.parametrize(
+    "segment, version, slug", FIXTURE_DUMPS, ids=[f"{s.split('/')[0]}-{v}-{f}" for s, v, f in FIXTURE_DUMPS]
+)
 def test_fixture_text_parses_to_the_binary(segment, version, slug):
     text = (FIXTURES / f"{segment}.{version}.{slug}.txt").read_bytes().decode("utf-8")
     files, batches, records, problems = _parsed(text)
     want_batches, want_records, raw = _binary_rows(FIXTURES / segment)
     assert problems == []
     assert [(f["path"], f["file_kind"], f["base_offset"]) for f in files] == [
-        (segment, "log", int(Path(segment).name.split(".")[0]))]
+        (segment, "log", int(Path(segment).name.split(".")[0]))
+    ]
     assert [{k: b[k] for k in BATCH_KEYS} for b in batches] == want_batches
     if slug == "shallow":
         assert records == []
@@ -164,9 +205,12 @@ def test_fixture_text_parses_to_the_binary(segment, version, slug):
         assert [{k: r[k] for k in RECORD_KEYS} for r in records] == want_records
     if slug in ("data", "data-skip"):
         want_contents = [
-            (None, None) if b.is_control else (
+            (None, None)
+            if b.is_control
+            else (
                 None if r.key is None else r.key.decode("utf-8", "replace"),
-                None if r.value is None else r.value.decode("utf-8", "replace"))
+                None if r.value is None else r.value.decode("utf-8", "replace"),
+            )
             for b, r in raw
         ]
         assert [(r["key"], r["payload"]) for r in records] == want_contents
@@ -174,15 +218,19 @@ def test_fixture_text_parses_to_the_binary(segment, version, slug):
     if slug == "deep" and segment.startswith("mixed"):
         assert controls[12] == "endTxnMarker: COMMIT coordinatorEpoch: 3"
         assert controls[14] == "endTxnMarker: ABORT coordinatorEpoch: 4"
-        assert controls[17] == ("LeaderChange: {\"version\":0,\"leaderId\":2,\"voters\":[{\"voterId\":1},"
-                                "{\"voterId\":2}],\"grantingVoters\":[{\"voterId\":2}]}"
-                                if version.startswith("4") else "controlType: LEADER_CHANGE(2)")
+        assert controls[17] == (
+            'LeaderChange: {"version":0,"leaderId":2,"voters":[{"voterId":1},'
+            '{"voterId":2}],"grantingVoters":[{"voterId":2}]}'
+            if version.startswith("4")
+            else "controlType: LEADER_CHANGE(2)"
+        )
         assert controls[22] == "controlType: UNKNOWN(9)"
     if segment.startswith("legacy") and slug != "data-skip":
         assert all(r["crc_valid"] is True and r["crc"] > 0 for r in records)
     trailers = [r for r in parse_kafka_dump(text) if r["kind"] == "trailer"]
     assert [(t["invalid_bytes"], t["name"]) for t in trailers] == (
-        [(71, "00000000000000000000.log")] if segment.startswith("damaged") else [])
+        [(71, "00000000000000000000.log")] if segment.startswith("damaged") else []
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,8 +266,13 @@ def test_bundle_dumps_are_byte_identical_and_parse_to_the_binary(kafka_bundle, n
         decoders[opts.decoder] = decoders.get(opts.decoder, 0) + 1
         log = ProblemLog()
         # the tool ran in the bundle directory on the relative path (or on a link, "dumped_as")
-        got = dump_text(bundle / entry["file"], opts, kafka_version=version,
-                        shown_path=entry.get("dumped_as", entry["file"]), problems=log)
+        got = dump_text(
+            bundle / entry["file"],
+            opts,
+            kafka_version=version,
+            shown_path=entry.get("dumped_as", entry["file"]),
+            problems=log,
+        )
         if got != want:
             text_mismatches.append(f"{entry['file']} {entry['args']}: {_first_difference(want, got)}")
         assert log.problems == [], f"{entry['file']}: {log.problems[:3]}"
@@ -228,8 +281,10 @@ def test_bundle_dumps_are_byte_identical_and_parse_to_the_binary(kafka_bundle, n
         got_batches = [{k: b[k] for k in BATCH_KEYS} for b in batches]
         got_records = [{k: r[k] for k in RECORD_KEYS} for r in records]
         if problems or got_batches != want_batches or got_records != want_records:
-            parse_mismatches.append(f"{entry['file']}: problems {problems[:2]}, batches equal "
-                                    f"{got_batches == want_batches}, records equal {got_records == want_records}")
+            parse_mismatches.append(
+                f"{entry['file']}: problems {problems[:2]}, batches equal "
+                f"{got_batches == want_batches}, records equal {got_records == want_records}"
+            )
         assert len(files) == 1
     assert not text_mismatches, f"{len(text_mismatches)} of {len(entries)} differ:\n" + "\n".join(text_mismatches[:5])
     assert not parse_mismatches, "\n".join(parse_mismatches[:5])
@@ -251,12 +306,21 @@ def _segment(tmp_path: Path, topic_dir: str, data: bytes, name: str = "000000000
 def test_write_kafka_dump_auto_decoder_and_status(tmp_path):
     from workbench.formats.metadata import encode_metadata_record
 
-    meta = _segment(tmp_path, "__cluster_metadata-0", encode_batch(
-        [(0, 5, None, encode_metadata_record("NoOpRecord", 0, {}))], base_offset=0, partition_leader_epoch=1))
+    meta = _segment(
+        tmp_path,
+        "__cluster_metadata-0",
+        encode_batch(
+            [(0, 5, None, encode_metadata_record("NoOpRecord", 0, {}))], base_offset=0, partition_leader_epoch=1
+        ),
+    )
     plain = _segment(tmp_path, "orders-0", encode_batch([(0, 5, b"k", b"v")], base_offset=0))
     out = io.StringIO()
-    assert write_kafka_dump([str(meta), str(plain)], out=out, kafka_version=None, decoder="auto", payloads=False,
-                            strict=False) == 0
+    assert (
+        write_kafka_dump(
+            [str(meta), str(plain)], out=out, kafka_version=None, decoder="auto", payloads=False, strict=False
+        )
+        == 0
+    )
     lines = out.getvalue().split("\n")
     assert lines[0] == f"Dumping {meta}"
     assert lines[3].endswith('headerKeys: [] payload: {"type":"NO_OP_RECORD","version":0,"data":{}}')
@@ -264,8 +328,9 @@ def test_write_kafka_dump_auto_decoder_and_status(tmp_path):
     assert lines[7].endswith("headerKeys: []")  # no payloads without --print-data-log
     assert out.getvalue().endswith("\n") and lines[-1] == ""
     out = io.StringIO()
-    assert write_kafka_dump([str(plain)], out=out, kafka_version="4.3", decoder="none", payloads=True,
-                            strict=False) == 0
+    assert (
+        write_kafka_dump([str(plain)], out=out, kafka_version="4.3", decoder="none", payloads=True, strict=False) == 0
+    )
     assert out.getvalue().split("\n")[3].endswith("key: k payload: v")
 
 
@@ -273,12 +338,10 @@ def test_write_kafka_dump_reports_damage_and_strict_raises(tmp_path):
     good = encode_batch([(0, 5, b"k", b"v")], base_offset=0)
     seg = _segment(tmp_path, "t-0", good + good[:30])
     out = io.StringIO()
-    assert write_kafka_dump([str(seg)], out=out, kafka_version=None, decoder="none", payloads=False,
-                            strict=False) == 1
+    assert write_kafka_dump([str(seg)], out=out, kafka_version=None, decoder="none", payloads=False, strict=False) == 1
     assert out.getvalue().split("\n")[-2] == "Found 30 invalid bytes at the end of 00000000000000000000.log"
     with pytest.raises(CorruptDataError):
-        write_kafka_dump([str(seg)], out=io.StringIO(), kafka_version=None, decoder="none", payloads=False,
-                         strict=True)
+        write_kafka_dump([str(seg)], out=io.StringIO(), kafka_version=None, decoder="none", payloads=False, strict=True)
 
 
 def test_where_kafka_stops(tmp_path):
@@ -296,8 +359,7 @@ def test_where_kafka_stops(tmp_path):
 
 def test_file_kinds_and_names(tmp_path):
     snap = _segment(tmp_path, "__cluster_metadata-0", b"", "00000000000000000042-0000000003.checkpoint")
-    assert list(dump_lines(snap, kafka_version="3.9.2")) == [f"Dumping {snap}",
-                                                             "Snapshot end offset: 42, epoch: 3"]
+    assert list(dump_lines(snap, kafka_version="3.9.2")) == [f"Dumping {snap}", "Snapshot end offset: 42, epoch: 3"]
     boot = _segment(tmp_path, "n", b"", "bootstrap.checkpoint")
     assert list(dump_lines(boot))[1] == "KRaft bootstrap snapshot"
     log = ProblemLog()
@@ -338,60 +400,123 @@ OLD_VERSIONS = ("2.0.1", "2.4.1", "2.8.2", "3.1.2", "3.9.2", "4.0.0", "4.3.1")
 @pytest.mark.parametrize("version", OLD_VERSIONS)
 @pytest.mark.parametrize("segment", ["mixed-0/00000000000000000000.log", "legacy-0/00000000000000000100.log"])
 def test_every_era_written_parses_back(version, segment):
-    text = dump_text(FIXTURES / segment, DumpOptions(print_data_log=True), kafka_version=version,
-                     shown_path=segment)
+    text = dump_text(FIXTURES / segment, DumpOptions(print_data_log=True), kafka_version=version, shown_path=segment)
     files, batches, records, problems = _parsed(text)
     assert problems == []
     want_batches, want_records, raw = _binary_rows(FIXTURES / segment)
     if version == "2.0.1":
         assert batches == []  # <= 2.1: deep iteration prints record lines only
-        got = [{"offset": r["offset"], "timestamp": r["timestamp"], "key_size": r["key_size"],
-                "value_size": r["value_size"], "batch_position": r["batch_position"]} for r in records]
-        assert got == [{k: w[k] for k in ("offset", "timestamp", "key_size", "value_size", "batch_position")}
-                       for w in want_records]
+        got = [
+            {
+                "offset": r["offset"],
+                "timestamp": r["timestamp"],
+                "key_size": r["key_size"],
+                "value_size": r["value_size"],
+                "batch_position": r["batch_position"],
+            }
+            for r in records
+        ]
+        assert got == [
+            {k: w[k] for k in ("offset", "timestamp", "key_size", "value_size", "batch_position")} for w in want_records
+        ]
         return
-    keep = [k for k in BATCH_KEYS if not (k in ("has_delete_horizon", "delete_horizon_ms")
-                                          and KafkaEra.of(version).version < (3, 2, 0))]
+    keep = [
+        k
+        for k in BATCH_KEYS
+        if not (k in ("has_delete_horizon", "delete_horizon_ms") and KafkaEra.of(version).version < (3, 2, 0))
+    ]
     assert [{k: b[k] for k in keep} for b in batches] == [{k: w[k] for k in keep} for w in want_batches]
     assert [{k: r[k] for k in RECORD_KEYS} for r in records] == want_records
     assert [r["payload"] for (b, _), r in zip(raw, records, strict=True) if not b.is_control] == [
-        None if r.value is None else r.value.decode("utf-8", "replace") for b, r in raw if not b.is_control]
+        None if r.value is None else r.value.decode("utf-8", "replace") for b, r in raw if not b.is_control
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
 # parser: inline texts of each era (reference §10), shapes and problems
 
-ERA_22 = """Dumping /data/t-0/00000000000000000000.log
-Starting offset: 0
-baseOffset: 0 lastOffset: 1 count: 2 baseSequence: 0 lastSequence: 1 producerId: 7 producerEpoch: 0 partitionLeaderEpoch: 3 isTransactional: false isControl: false position: 0 CreateTime: 1600000000001 size: 90 magic: 2 compresscodec: GZIP crc: 12345 isvalid: true
-| offset: 0 CreateTime: 1600000000000 keysize: 1 valuesize: 3 sequence: 0 headerKeys: [a,b] key: k payload: one
-| offset: 1 CreateTime: 1600000000001 keysize: -1 valuesize: -1 sequence: 1 headerKeys: []
-offset: 5 position: 90 LogAppendTime: 1600000000009 size: 40 magic: 1 compresscodec: NONE crc: 99 isvalid: true
-| offset: 5 LogAppendTime: 1600000000009 keysize: -1 valuesize: 3 crc: 99 isvalid: true payload: old
-baseOffset: 6 lastOffset: 6 count: 1 baseSequence: -1 lastSequence: -1 producerId: 7 producerEpoch: 0 partitionLeaderEpoch: 3 isTransactional: true isControl: true position: 130 CreateTime: 1600000000010 size: 78 magic: 2 compresscodec: NONE crc: 5 isvalid: true
-| offset: 6 CreateTime: 1600000000010 keysize: 4 valuesize: 6 sequence: -1 headerKeys: [] endTxnMarker: COMMIT coordinatorEpoch: 2
-Found 12 invalid bytes at the end of 00000000000000000000.log
-"""
+ERA_22 = (
+    "Dumping /data/t-0/00000000000000000000.log\n"
+    "Starting offset: 0\n"
+    "baseOffset: 0 lastOffset: 1 count: 2 baseSequence: 0 lastSequence: 1 producerId: 7 producerEpoch: 0 "
+    "partitionLeaderEpoch: 3 isTransactional: false isControl: false position: 0 CreateTime: "
+    "1600000000001 size: 90 magic: 2 compresscodec: GZIP crc: 12345 isvalid: true\n"
+    "| offset: 0 CreateTime: 1600000000000 keysize: 1 valuesize: 3 sequence: 0 headerKeys: [a,b] key: k "
+    "payload: one\n"
+    "| offset: 1 CreateTime: 1600000000001 keysize: -1 valuesize: -1 sequence: 1 headerKeys: []\n"
+    "offset: 5 position: 90 LogAppendTime: 1600000000009 size: 40 magic: 1 compresscodec: NONE crc: 99 "
+    "isvalid: true\n"
+    "| offset: 5 LogAppendTime: 1600000000009 keysize: -1 valuesize: 3 crc: 99 isvalid: true payload: "
+    "old\n"
+    "baseOffset: 6 lastOffset: 6 count: 1 baseSequence: -1 lastSequence: -1 producerId: 7 producerEpoch: "
+    "0 partitionLeaderEpoch: 3 isTransactional: true isControl: true position: 130 CreateTime: "
+    "1600000000010 size: 78 magic: 2 compresscodec: NONE crc: 5 isvalid: true\n"
+    "| offset: 6 CreateTime: 1600000000010 keysize: 4 valuesize: 6 sequence: -1 headerKeys: [] "
+    "endTxnMarker: COMMIT coordinatorEpoch: 2\n"
+    "Found 12 invalid bytes at the end of 00000000000000000000.log\n"
+)
 
 
 def test_parse_era_2_2_to_2_7():
     files, batches, records, problems = _parsed(ERA_22)
     assert problems == []
-    assert files == [{"kind": "file", "line": 1, "path": "/data/t-0/00000000000000000000.log", "file_kind": "log",
-                      "base_offset": 0, "snapshot_end_offset": None, "snapshot_epoch": None}]
-    assert [(b["base_offset"], b["last_offset"], b["compression"], b["timestamp_type"], b["has_delete_horizon"],
-             b["magic"], b["is_control"]) for b in batches] == [
-        (0, 1, "gzip", "CreateTime", None, 2, False), (None, 5, "none", "LogAppendTime", None, 1, None),
-        (6, 6, "none", "CreateTime", None, 2, True)]
-    assert [(r["offset"], r["key_size"], r["value_size"], r["sequence"], r["header_keys"], r["key"], r["payload"],
-             r["crc"], r["control"], r["batch_position"]) for r in records] == [
+    assert files == [
+        {
+            "kind": "file",
+            "line": 1,
+            "path": "/data/t-0/00000000000000000000.log",
+            "file_kind": "log",
+            "base_offset": 0,
+            "snapshot_end_offset": None,
+            "snapshot_epoch": None,
+        }
+    ]
+    assert [
+        (
+            b["base_offset"],
+            b["last_offset"],
+            b["compression"],
+            b["timestamp_type"],
+            b["has_delete_horizon"],
+            b["magic"],
+            b["is_control"],
+        )
+        for b in batches
+    ] == [
+        (0, 1, "gzip", "CreateTime", None, 2, False),
+        (None, 5, "none", "LogAppendTime", None, 1, None),
+        (6, 6, "none", "CreateTime", None, 2, True),
+    ]
+    assert [
+        (
+            r["offset"],
+            r["key_size"],
+            r["value_size"],
+            r["sequence"],
+            r["header_keys"],
+            r["key"],
+            r["payload"],
+            r["crc"],
+            r["control"],
+            r["batch_position"],
+        )
+        for r in records
+    ] == [
         (0, 1, 3, 0, ["a", "b"], "k", "one", None, None, 0),
         (1, -1, -1, 1, [], None, None, None, None, 0),
         (5, -1, 3, None, None, None, "old", 99, None, 90),
-        (6, 4, 6, -1, [], None, None, None, "endTxnMarker: COMMIT coordinatorEpoch: 2", 130)]
+        (6, 4, 6, -1, [], None, None, None, "endTxnMarker: COMMIT coordinatorEpoch: 2", 130),
+    ]
     trailer = [r for r in parse_kafka_dump(ERA_22) if r["kind"] == "trailer"]
-    assert trailer == [{"kind": "trailer", "invalid_bytes": 12, "name": "00000000000000000000.log", "line": 10,
-                        "path": "/data/t-0/00000000000000000000.log"}]
+    assert trailer == [
+        {
+            "kind": "trailer",
+            "invalid_bytes": 12,
+            "name": "00000000000000000000.log",
+            "line": 10,
+            "path": "/data/t-0/00000000000000000000.log",
+        }
+    ]
 
 
 ERA_28 = (
@@ -411,8 +536,16 @@ def test_parse_era_2_8_verbose_record_line():
     files, batches, records, problems = _parsed(ERA_28)
     assert problems == [] and len(batches) == 1
     (r,) = records
-    assert (r["offset"], r["crc_valid"], r["crc"], r["key_size"], r["value_size"], r["timestamp"], r["sequence"],
-            r["batch_position"]) == (0, True, None, -1, 23, 1620000000000, -1, 0)
+    assert (
+        r["offset"],
+        r["crc_valid"],
+        r["crc"],
+        r["key_size"],
+        r["value_size"],
+        r["timestamp"],
+        r["sequence"],
+        r["batch_position"],
+    ) == (0, True, None, -1, 23, 1620000000000, -1, 0)
     assert r["payload"].startswith('{"type":"FEATURE_LEVEL_RECORD"')
 
 
@@ -432,9 +565,19 @@ ERA_21 = (
 def test_parse_era_2_1_and_older():
     files, batches, records, problems = _parsed(ERA_21)
     assert problems == []
-    assert [(r["offset"], r["batch_position"], r["key_size"], r["value_size"], r["key"], r["payload"], r["crc"],
-             r["header_keys"]) for r in records] == [
-        (0, 0, 1, 2, "a", "bb", None, []), (1, 70, -1, 1, None, "c", 314, None)]
+    assert [
+        (
+            r["offset"],
+            r["batch_position"],
+            r["key_size"],
+            r["value_size"],
+            r["key"],
+            r["payload"],
+            r["crc"],
+            r["header_keys"],
+        )
+        for r in records
+    ] == [(0, 0, 1, 2, "a", "bb", None, []), (1, 70, -1, 1, None, "c", 314, None)]
     # a shallow line of that era: the tail order differs, the fields are the same
     assert [(b["last_offset"], b["size"], b["crc"], b["crc_valid"]) for b in batches] == [(1, 35, 314, True)]
 
@@ -445,7 +588,8 @@ ERA_3X = (
     "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 "
     "partitionLeaderEpoch: 0 isTransactional: false isControl: false position: 0 CreateTime: 1 size: 70 "
     "magic: 2 compresscodec: none crc: 3 isvalid: false\n"
-    "| offset: 0 CreateTime: 1 keySize: 3 valueSize: 11 sequence: -1 headerKeys: [x]y,z] key: a b payload: c payload: d\n"
+    "| offset: 0 CreateTime: 1 keySize: 3 valueSize: 11 sequence: -1 headerKeys: [x]y,z] "
+    "key: a b payload: c payload: d\n"
     "offset: 1 position: 70 CreateTime: 2 size: 40 magic: 1 compresscodec: none crc: 9 isvalid: true\n"
     "| offset: 1 CreateTime: 2 keySize: -1 valueSize: 2 isValid: true crc: 9} payload: hi\n"
 )
@@ -480,7 +624,9 @@ def test_parse_snapshot_headers():
     files, batches, records, problems = _parsed(SNAPSHOT_43)
     assert problems == []
     assert [(f["file_kind"], f["snapshot_end_offset"], f["snapshot_epoch"]) for f in files] == [
-        ("snapshot", 80, 1), ("bootstrap", None, None)]
+        ("snapshot", 80, 1),
+        ("bootstrap", None, None),
+    ]
     assert records[0]["control"] == 'SnapshotHeader {"version":0,"lastContainedLogTimestamp":16}'
     assert batches[0]["delete_horizon_ms"] is None and batches[0]["has_delete_horizon"] is False
 
@@ -489,8 +635,12 @@ def test_parse_skip_record_metadata_forms():
     text = "| key: k payload: v\n payload: scala-keyless\n| payload: java-keyless\n\n| key: only\n"
     rows = list(parse_kafka_dump(text))
     assert [(r["kind"], r["key"], r["payload"], r["offset"]) for r in rows] == [
-        ("record", "k", "v", None), ("record", None, "scala-keyless", None), ("record", None, "java-keyless", None),
-        ("record", None, None, None), ("record", "only", None, None)]
+        ("record", "k", "v", None),
+        ("record", None, "scala-keyless", None),
+        ("record", None, "java-keyless", None),
+        ("record", None, None, None),
+        ("record", "only", None, None),
+    ]
 
 
 def test_parse_index_and_producer_snapshot_lines():
@@ -504,7 +654,8 @@ def test_parse_index_and_producer_snapshot_lines():
         "Dumping 00000000000000000600.snapshot\n"
         "producerId: 5 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty "
         "lastTimestamp: 17 firstSequence: 0 lastSequence: 9 lastOffset: 599 offsetDelta: 9 timestamp: 17\n"
-        "producerId: 6 producerEpoch: 1 coordinatorEpoch: 2 currentTxnFirstOffset: OptionalLong[40] lastTimestamp: 18 \n"
+        "producerId: 6 producerEpoch: 1 coordinatorEpoch: 2 currentTxnFirstOffset: OptionalLong[40] "
+        "lastTimestamp: 18 \n"
         "producerId: 7 producerEpoch: 1 coordinatorEpoch: 2 currentTxnFirstOffset: Some(41)\n"
         "Dumping 00000000000000000001.index\n"
         "00000000000000000001.index is empty.\n"
@@ -512,8 +663,17 @@ def test_parse_index_and_producer_snapshot_lines():
         "  22 is followed by 26\n"
     )
     rows = [r for r in parse_kafka_dump(text) if r["kind"] != "file"]
-    assert [r["kind"] for r in rows] == ["offset_index", "time_index", "txn_index", "producer_state",
-                                         "producer_state", "producer_state", "note", "note", "note"]
+    assert [r["kind"] for r in rows] == [
+        "offset_index",
+        "time_index",
+        "txn_index",
+        "producer_state",
+        "producer_state",
+        "producer_state",
+        "note",
+        "note",
+        "note",
+    ]
     assert (rows[0]["offset"], rows[0]["position"]) == (10, 4096)
     assert rows[2]["last_stable_offset"] == 1
     assert (rows[3]["last_offset"], rows[3]["current_txn_first_offset"]) == (599, None)
@@ -550,5 +710,9 @@ def test_parse_sources(tmp_path):
     assert list(parse_kafka_dump(io.StringIO(text.decode("utf-8"), newline=""))) == from_str
     assert list(parse_kafka_dump(text)) == from_str
     # a carriage return inside a payload is not a line break
-    assert [r["payload"] for r in parse_kafka_dump(
-        "| offset: 0 CreateTime: 1 keySize: -1 valueSize: 3 sequence: -1 headerKeys: [] payload: a\rb\n")] == ["a\rb"]
+    assert [
+        r["payload"]
+        for r in parse_kafka_dump(
+            "| offset: 0 CreateTime: 1 keySize: -1 valueSize: 3 sequence: -1 headerKeys: [] payload: a\rb\n"
+        )
+    ] == ["a\rb"]

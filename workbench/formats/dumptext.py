@@ -13,7 +13,7 @@ Examples
 >>> from workbench.formats.batch import encode_batch
 >>> d = tempfile.mkdtemp(); p = os.path.join(d, "00000000000000000000.log")
 >>> _ = open(p, "wb").write(encode_batch([(0, 1000, b"k", b"v")], base_offset=0))
->>> text = dump_text(p, DumpOptions(print_data_log=True), shown_path="seg.log")
+>>> text = dump_text(p, DumpOptions(print_data_log=True), shown_path="t-0/00000000000000000000.log")
 >>> [row["kind"] for row in parse_kafka_dump(text)]
 ['file', 'batch', 'record']
 """

@@ -34,7 +34,8 @@ Every row has ``line`` (1-based) and ``path`` (from the last ``Dumping`` line).
 
 A payload printed by the default StringDecoder may contain line breaks (binary values): a
 line that fits no shape right after a record whose payload is shorter than its
-``valueSize`` is taken as the continuation of that payload.
+``valueSize`` (or whose size is not printed, ``--skip-record-metadata``) is taken as the
+continuation of that payload.
 
 Examples
 --------
@@ -65,17 +66,47 @@ from workbench.formats.problems import ProblemLog
 __all__ = ["parse_kafka_dump"]
 
 _TS = frozenset(("CreateTime", "LogAppendTime", "NoTimestampType"))
-_BATCH_LABELS = frozenset((
-    "baseOffset", "lastOffset", "count", "baseSequence", "lastSequence", "producerId", "producerEpoch",
-    "partitionLeaderEpoch", "isTransactional", "isControl", "deleteHorizonMs", "offset", "position", "TS",
-    "size", "magic", "compresscodec", "crc", "isvalid",
-))
+_BATCH_LABELS = frozenset(
+    (
+        "baseOffset",
+        "lastOffset",
+        "count",
+        "baseSequence",
+        "lastSequence",
+        "producerId",
+        "producerEpoch",
+        "partitionLeaderEpoch",
+        "isTransactional",
+        "isControl",
+        "deleteHorizonMs",
+        "offset",
+        "position",
+        "TS",
+        "size",
+        "magic",
+        "compresscodec",
+        "crc",
+        "isvalid",
+    )
+)
 _BATCH_CORE = frozenset(("position", "TS", "size", "magic", "compresscodec", "crc", "isvalid"))
-_V2_CORE = frozenset(("baseOffset", "lastOffset", "baseSequence", "lastSequence", "producerId", "producerEpoch",
-                      "partitionLeaderEpoch", "isTransactional", "isControl"))
+_V2_CORE = frozenset(
+    (
+        "baseOffset",
+        "lastOffset",
+        "baseSequence",
+        "lastSequence",
+        "producerId",
+        "producerEpoch",
+        "partitionLeaderEpoch",
+        "isTransactional",
+        "isControl",
+    )
+)
 _PRODUCER_LABELS = ("producerId", "producerEpoch", "coordinatorEpoch", "currentTxnFirstOffset")
-_PRODUCER_OPTIONAL = frozenset(("lastTimestamp", "firstSequence", "lastSequence", "lastOffset", "offsetDelta",
-                                "timestamp"))
+_PRODUCER_OPTIONAL = frozenset(
+    ("lastTimestamp", "firstSequence", "lastSequence", "lastOffset", "offsetDelta", "timestamp")
+)
 
 _INT = r"(-?\d+)"
 _TSR = r"(CreateTime|LogAppendTime|NoTimestampType)"
@@ -90,14 +121,28 @@ _R21 = re.compile(
     rf"offset: {_INT} position: {_INT} {_TSR}: {_INT} isvalid: (true|false) keysize: {_INT} valuesize: {_INT}"
     rf" magic: {_INT} compresscodec: (\w+)"
 )
-_R21_V2 = re.compile(rf" producerId: {_INT} producerEpoch: {_INT} sequence: {_INT} isTransactional: (true|false)"
-                     r" headerKeys: \[")
+_R21_V2 = re.compile(
+    rf" producerId: {_INT} producerEpoch: {_INT} sequence: {_INT} isTransactional: (true|false)"
+    r" headerKeys: \["
+)
 _R21_LEGACY = re.compile(r" crc: (\d+)")
+_FAST = re.compile(
+    rf"\| offset: {_INT} {_TSR}: {_INT} keySize: {_INT} valueSize: {_INT} sequence: {_INT}"
+    r" headerKeys: \[([^\]]*)\](.*)$",
+    re.DOTALL,
+)
 _SEQ = re.compile(rf" sequence: {_INT} headerKeys: \[")
 _LEGACY_30 = re.compile(r" isValid: (true|false) crc: (\d+)\}?")
 _LEGACY_22 = re.compile(r" crc: (\d+|null) isvalid: (true|false)")
-_CONTROL_STARTS = (" endTxnMarker: ", " controlType: ", " SnapshotHeader ", " SnapshotFooter ", " KRaftVersion ",
-                   " KRaftVoters ", " LeaderChange: ")
+_CONTROL_STARTS = (
+    " endTxnMarker: ",
+    " controlType: ",
+    " SnapshotHeader ",
+    " SnapshotFooter ",
+    " KRaftVersion ",
+    " KRaftVoters ",
+    " LeaderChange: ",
+)
 _CONTENT_STARTS = (" key: ", " payload: ")
 _AFTER_HEADERS = _CONTROL_STARTS + _CONTENT_STARTS
 _END_TXN = re.compile(r"endTxnMarker: (ABORT|COMMIT) coordinatorEpoch: (-?\d+)$")
@@ -108,8 +153,10 @@ _LOG_START = re.compile(r"(?:Log starting|Starting) offset: (-?\d+)$")
 _SNAPSHOT = re.compile(r"Snapshot end offset: (-?\d+), epoch: (-?\d+)$")
 _TRAILER = re.compile(r"Found (\d+) invalid bytes at the end of (.*)$")
 _NOTE = re.compile(r"(.*) (is empty\.|passed sanity check\.)$")
-_STDERR = re.compile(r"(?:Non-consecutive offsets in .*|  -?\d+ is followed by -?\d+|Mismatches in :.*"
-                     r"|  Index offset: -?\d+, log offset: -?\d+|Ignoring unknown file .*)$")
+_STDERR = re.compile(
+    r"(?:Non-consecutive offsets in .*|  -?\d+ is followed by -?\d+|Mismatches in :.*"
+    r"|  Index offset: -?\d+, log offset: -?\d+|Ignoring unknown file .*)$"
+)
 
 
 def _lines(source: str | bytes | os.PathLike[str] | IO[Any] | Iterable[str]) -> Iterator[str]:
@@ -129,7 +176,7 @@ def _lines(source: str | bytes | os.PathLike[str] | IO[Any] | Iterable[str]) -> 
     if isinstance(source, io.TextIOBase) or hasattr(source, "read"):
         tail = ""
         while True:
-            chunk = source.read(1 << 20)  # type: ignore[union-attr]
+            chunk = source.read(1 << 20)
             if not chunk:
                 break
             if isinstance(chunk, bytes | bytearray):
@@ -196,25 +243,41 @@ def _batch_row(labels: list[str], values: list[str], ts_name: str | None) -> dic
             row.update(base_offset=None, last_offset=int(v["offset"]), record_count=None)
         else:
             count = v.get("count")
-            row.update(base_offset=int(v["baseOffset"]), last_offset=int(v["lastOffset"]),
-                       record_count=None if count in (None, "null") else int(count))
+            row.update(
+                base_offset=int(v["baseOffset"]),
+                last_offset=int(v["lastOffset"]),
+                record_count=None if count in (None, "null") else int(count),
+            )
         row["size"] = int(v["size"])
         row["magic"] = int(v["magic"])
         row["compression"] = v["compresscodec"].lower()
         row["timestamp_type"] = ts_name
         row["max_timestamp"] = int(v["TS"])
         if legacy:
-            row.update(producer_id=None, producer_epoch=None, base_sequence=None, last_sequence=None,
-                       is_transactional=None, is_control=None, partition_leader_epoch=None,
-                       has_delete_horizon=None, delete_horizon_ms=None)
+            row.update(
+                producer_id=None,
+                producer_epoch=None,
+                base_sequence=None,
+                last_sequence=None,
+                is_transactional=None,
+                is_control=None,
+                partition_leader_epoch=None,
+                has_delete_horizon=None,
+                delete_horizon_ms=None,
+            )
         else:
             dh = _opt_long(v["deleteHorizonMs"]) if "deleteHorizonMs" in v else None
-            row.update(producer_id=int(v["producerId"]), producer_epoch=int(v["producerEpoch"]),
-                       base_sequence=int(v["baseSequence"]), last_sequence=int(v["lastSequence"]),
-                       is_transactional=_BOOL[v["isTransactional"]], is_control=_BOOL[v["isControl"]],
-                       partition_leader_epoch=int(v["partitionLeaderEpoch"]),
-                       has_delete_horizon=(dh is not None) if "deleteHorizonMs" in v else None,
-                       delete_horizon_ms=dh)
+            row.update(
+                producer_id=int(v["producerId"]),
+                producer_epoch=int(v["producerEpoch"]),
+                base_sequence=int(v["baseSequence"]),
+                last_sequence=int(v["lastSequence"]),
+                is_transactional=_BOOL[v["isTransactional"]],
+                is_control=_BOOL[v["isControl"]],
+                partition_leader_epoch=int(v["partitionLeaderEpoch"]),
+                has_delete_horizon=(dh is not None) if "deleteHorizonMs" in v else None,
+                delete_horizon_ms=dh,
+            )
         row["crc"] = int(v["crc"])
         row["crc_valid"] = _BOOL[v["isvalid"]]
     except (KeyError, ValueError):
@@ -249,17 +312,19 @@ def _contents(rest: str, row: dict) -> bool:
     if not rest.startswith(" key: "):
         return False
     body = rest[6:]
-    cands = [m.start() for m in re.finditer(" payload: ", body)]
-    if not cands:
+    first = body.find(" payload: ")
+    if first < 0:
         row["key"] = body
         return True
-    chosen = cands[0]
+    chosen = first
     ks = row.get("key_size")
-    if isinstance(ks, int) and ks >= 0:
-        for c in cands:
+    if isinstance(ks, int) and ks >= 0 and len(body[:first].encode("utf-8", "surrogatepass")) != ks:
+        c = body.find(" payload: ", first + 1)
+        while c >= 0:  # the key itself holds " payload: ": the key size decides
             if len(body[:c].encode("utf-8", "surrogatepass")) == ks:
                 chosen = c
                 break
+            c = body.find(" payload: ", c + 1)
     row["key"] = body[:chosen]
     row["payload"] = body[chosen + 10 :]
     return True
@@ -267,30 +332,81 @@ def _contents(rest: str, row: dict) -> bool:
 
 def _record_row(line: str) -> dict | None:
     """A record line of any era, or ``None``."""
-    row: dict[str, Any] = {"kind": "record", "offset": None, "timestamp_type": None, "timestamp": None,
-                           "key_size": None, "value_size": None, "sequence": None, "header_keys": None,
-                           "crc": None, "crc_valid": None, "control": None, "key": None, "payload": None}
+    m = _FAST.match(line)
+    if m is not None:  # the common 3.0+ v2 line, header keys without "]"
+        tail = m[8]
+        if not tail or tail.startswith(_AFTER_HEADERS):
+            keys = m[7]
+            row = {
+                "kind": "record",
+                "offset": int(m[1]),
+                "timestamp_type": m[2],
+                "timestamp": int(m[3]),
+                "key_size": int(m[4]),
+                "value_size": int(m[5]),
+                "sequence": int(m[6]),
+                "header_keys": keys.split(",") if keys else [],
+                "crc": None,
+                "crc_valid": None,
+                "control": None,
+                "key": None,
+                "payload": None,
+            }
+            if not tail or _contents(tail, row):
+                return row
+    return _record_row_slow(line)
+
+
+def _record_row_slow(line: str) -> dict | None:
+    row: dict[str, Any] = {
+        "kind": "record",
+        "offset": None,
+        "timestamp_type": None,
+        "timestamp": None,
+        "key_size": None,
+        "value_size": None,
+        "sequence": None,
+        "header_keys": None,
+        "crc": None,
+        "crc_valid": None,
+        "control": None,
+        "key": None,
+        "payload": None,
+    }
     m = _R30.match(line) or _R22.match(line)
     form = "3.0"
     if m is not None:
-        row.update(offset=int(m[1]), timestamp_type=m[2], timestamp=int(m[3]), key_size=int(m[4]),
-                   value_size=int(m[5]))
+        row.update(offset=int(m[1]), timestamp_type=m[2], timestamp=int(m[3]), key_size=int(m[4]), value_size=int(m[5]))
         if m.re is _R22:
             form = "2.2"
     else:
         m = _R28.match(line)
         if m is not None:
             form = "2.8"
-            row.update(offset=int(m[1]), crc_valid=_BOOL[m[2]], crc=None if m[3] == "null" else int(m[3]),
-                       key_size=int(m[4]), value_size=int(m[5]), timestamp_type=m[6], timestamp=int(m[7]),
-                       batch_position=int(m[17]))
+            row.update(
+                offset=int(m[1]),
+                crc_valid=_BOOL[m[2]],
+                crc=None if m[3] == "null" else int(m[3]),
+                key_size=int(m[4]),
+                value_size=int(m[5]),
+                timestamp_type=m[6],
+                timestamp=int(m[7]),
+                batch_position=int(m[17]),
+            )
         else:
             m = _R21.match(line)
             if m is None:
                 return _bare_contents(line, row)
             form = "2.1"
-            row.update(offset=int(m[1]), batch_position=int(m[2]), timestamp_type=m[3], timestamp=int(m[4]),
-                       crc_valid=_BOOL[m[5]], key_size=int(m[6]), value_size=int(m[7]))
+            row.update(
+                offset=int(m[1]),
+                batch_position=int(m[2]),
+                timestamp_type=m[3],
+                timestamp=int(m[4]),
+                crc_valid=_BOOL[m[5]],
+                key_size=int(m[6]),
+                value_size=int(m[7]),
+            )
     rest = line[m.end() :]
     if form == "2.1":
         v2 = _R21_V2.match(rest)
@@ -349,18 +465,31 @@ def _other_row(line: str) -> dict | None:
         if labels == ["timestamp", "offset"]:
             return {"kind": "time_index", "timestamp": int(values[0]), "offset": int(values[1])}
         if labels == ["version", "producerId", "firstOffset", "lastOffset", "lastStableOffset"]:
-            return {"kind": "txn_index", "version": int(values[0]), "producer_id": int(values[1]),
-                    "first_offset": int(values[2]), "last_offset": int(values[3]),
-                    "last_stable_offset": int(values[4])}
+            return {
+                "kind": "txn_index",
+                "version": int(values[0]),
+                "producer_id": int(values[1]),
+                "first_offset": int(values[2]),
+                "last_offset": int(values[3]),
+                "last_stable_offset": int(values[4]),
+            }
         if tuple(labels[:4]) == _PRODUCER_LABELS and set(labels[4:]) <= _PRODUCER_OPTIONAL:
             v = dict(zip(labels, values, strict=True))
-            out: dict[str, Any] = {"kind": "producer_state", "producer_id": int(v["producerId"]),
-                                   "producer_epoch": int(v["producerEpoch"]),
-                                   "coordinator_epoch": int(v["coordinatorEpoch"]),
-                                   "current_txn_first_offset": _opt_long(v["currentTxnFirstOffset"])}
-            for label, key in (("lastTimestamp", "last_timestamp"), ("firstSequence", "first_sequence"),
-                               ("lastSequence", "last_sequence"), ("lastOffset", "last_offset"),
-                               ("offsetDelta", "offset_delta"), ("timestamp", "timestamp")):
+            out: dict[str, Any] = {
+                "kind": "producer_state",
+                "producer_id": int(v["producerId"]),
+                "producer_epoch": int(v["producerEpoch"]),
+                "coordinator_epoch": int(v["coordinatorEpoch"]),
+                "current_txn_first_offset": _opt_long(v["currentTxnFirstOffset"]),
+            }
+            for label, key in (
+                ("lastTimestamp", "last_timestamp"),
+                ("firstSequence", "first_sequence"),
+                ("lastSequence", "last_sequence"),
+                ("lastOffset", "last_offset"),
+                ("offsetDelta", "offset_delta"),
+                ("timestamp", "timestamp"),
+            ):
                 out[key] = int(v[label]) if label in v else None
             return out
     except (ValueError, KeyError):
@@ -409,8 +538,11 @@ def parse_kafka_dump(
         if pending_record is not None:
             payload = pending_record.get("payload")
             vs = pending_record.get("value_size")
-            if (payload is not None and isinstance(vs, int) and len(payload.encode("utf-8", "surrogatepass")) < vs
-                    and _classify(line) is None):
+            if (
+                payload is not None
+                and (vs is None or len(payload.encode("utf-8", "surrogatepass")) < vs)
+                and _classify(line) is None
+            ):
                 pending_record["payload"] = payload + "\n" + line
                 continue
             yield pending_record
@@ -432,8 +564,15 @@ def parse_kafka_dump(
         if line.startswith(_DUMPING):
             current = line[len(_DUMPING) :]
             batch_position = None
-            pending_file = {"kind": "file", "line": number, "path": current, "file_kind": "other",
-                            "base_offset": None, "snapshot_end_offset": None, "snapshot_epoch": None}
+            pending_file = {
+                "kind": "file",
+                "line": number,
+                "path": current,
+                "file_kind": "other",
+                "base_offset": None,
+                "snapshot_end_offset": None,
+                "snapshot_epoch": None,
+            }
             continue
         row = _classify(line)
         if row is None:

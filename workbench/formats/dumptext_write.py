@@ -32,9 +32,9 @@ Examples
 >>> from workbench.formats.batch import encode_batch
 >>> d = tempfile.mkdtemp(); p = os.path.join(d, "00000000000000000000.log")
 >>> _ = open(p, "wb").write(encode_batch([(0, 1000, None, b"v")], base_offset=0))
->>> lines = list(dump_lines(p, shown_path="seg.log"))
+>>> lines = list(dump_lines(p, shown_path="t-0/00000000000000000000.log"))
 >>> lines[0], lines[1]
-('Dumping seg.log', 'Log starting offset: 0')
+('Dumping t-0/00000000000000000000.log', 'Log starting offset: 0')
 >>> lines[3]
 '| offset: 0 CreateTime: 1000 keySize: -1 valueSize: 1 sequence: -1 headerKeys: []'
 """
@@ -70,8 +70,7 @@ __all__ = [
 DEFAULT_KAFKA_VERSION = "4.3.1"
 """The newest Kafka release whose dump text is reproduced (the default ``--kafka-version``)."""
 
-DECODERS = ("none", "cluster-metadata", "offsets", "remote-log-metadata", "transaction-log",
-            "share-group-state")
+DECODERS = ("none", "cluster-metadata", "offsets", "remote-log-metadata", "transaction-log", "share-group-state")
 """Payload decoders (``none`` = Kafka's default StringDecoder)."""
 
 _FLAG_DECODERS = {
@@ -85,8 +84,15 @@ _FLAG_DECODERS = {
 _VERSION = re.compile(r"^\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?")
 _BASE_NAME = re.compile(r"^[+-]?\d+$")
 _LOG_HDR = struct.Struct(">qi")
-_CONTROL_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
-                  5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+_CONTROL_NAMES = {
+    0: "ABORT",
+    1: "COMMIT",
+    2: "LEADER_CHANGE",
+    3: "SNAPSHOT_HEADER",
+    4: "SNAPSHOT_FOOTER",
+    5: "KRAFT_VERSION",
+    6: "KRAFT_VOTERS",
+}
 _HEADER_SIZE_UP_TO_MAGIC = 17
 _RECORD_OVERHEAD_V0 = 14
 
@@ -102,18 +108,18 @@ class KafkaEra:
     """
 
     version: tuple[int, int, int]
-    scala: bool                 # kafka.tools.DumpLogSegments (<= 4.2)
-    log_start_label: str        # "Log starting offset: " or "Starting offset: "
-    snapshots: bool             # *.checkpoint files are dumped (3.3+)
-    delete_horizon: bool        # deleteHorizonMs on the batch line (3.2+)
-    codec_upper: bool           # compresscodec NONE (<= 2.8)
-    record_form: str            # "3.0" | "2.8" | "2.2" | "2.1"
-    leader_change_json: bool    # LeaderChange: {json} (4.1+)
-    snapshot_controls: bool     # SnapshotHeader/SnapshotFooter text (3.3+)
-    kraft_controls: bool        # KRaftVersion/KRaftVoters text (3.9+)
-    known_control_types: int    # control type ids below this have an enum name
-    offsets_json: bool          # --offsets-decoder prints JSON (3.8+)
-    txn_idx_empty: bool         # remote-log-metadata text has txnIdxEmpty (4.0+)
+    scala: bool  # kafka.tools.DumpLogSegments (<= 4.2)
+    log_start_label: str  # "Log starting offset: " or "Starting offset: "
+    snapshots: bool  # *.checkpoint files are dumped (3.3+)
+    delete_horizon: bool  # deleteHorizonMs on the batch line (3.2+)
+    codec_upper: bool  # compresscodec NONE (<= 2.8)
+    record_form: str  # "3.0" | "2.8" | "2.2" | "2.1"
+    leader_change_json: bool  # LeaderChange: {json} (4.1+)
+    snapshot_controls: bool  # SnapshotHeader/SnapshotFooter text (3.3+)
+    kraft_controls: bool  # KRaftVersion/KRaftVoters text (3.9+)
+    known_control_types: int  # control type ids below this have an enum name
+    offsets_json: bool  # --offsets-decoder prints JSON (3.8+)
+    txn_idx_empty: bool  # remote-log-metadata text has txnIdxEmpty (4.0+)
 
     @classmethod
     def of(cls, version: str | None) -> KafkaEra:
@@ -219,8 +225,10 @@ def options_from_args(args: Iterable[str]) -> DumpOptions:
         elif a.startswith("--files="):
             pass
         else:
-            raise ConfigError(f"kafka-dump-log flag {a!r} is not reproduced; known: --deep-iteration, "
-                              f"--print-data-log, --skip-record-metadata, {', '.join(_FLAG_DECODERS)}")
+            raise ConfigError(
+                f"kafka-dump-log flag {a!r} is not reproduced; known: --deep-iteration, "
+                f"--print-data-log, --skip-record-metadata, {', '.join(_FLAG_DECODERS)}"
+            )
         i += 1
     return DumpOptions(decoder, pdl, deep, skip)
 
@@ -294,8 +302,10 @@ class _Payloads:
 
         if r.key is None:
             self._problem(r.offset, "coordinator record without a key (Kafka's tool stops here)")
-            return (f"Error at offset {r.offset}, skipping. Failed to decode message at offset {r.offset} "
-                    "using the specified decoder (message had a missing key)"), None
+            return (
+                f"Error at offset {r.offset}, skipping. Failed to decode message at offset {r.offset} "
+                "using the specified decoder (message had a missing key)"
+            ), None
         rec = decode(r.key, r.value)  # type: ignore[operator]
         if rec.name == "Unknown" or (max_type is not None and rec.record_type > max_type):
             self._problem(r.offset, rec.error or f"record type {rec.record_type} unknown to this release")
@@ -339,16 +349,25 @@ class _Payloads:
             for m in value.get("members") or []:
                 assigned = m.get("assignment")
                 if isinstance(assigned, dict):
-                    tps = ", ".join(f"{tp['topic']}-{p}" for tp in assigned.get("assignedPartitions") or []
-                                    for p in tp.get("partitions") or [])
+                    tps = ", ".join(
+                        f"{tp['topic']}-{p}"
+                        for tp in assigned.get("assignedPartitions") or []
+                        for p in tp.get("partitions") or []
+                    )
                     parts.append(f"{m.get('memberId')}=[{tps}]")
                 else:
                     parts.append(f"{m.get('memberId')}={bytes(assigned or b'').hex().upper()}")
             import json
 
-            text = json.dumps({"protocolType": value.get("protocolType"), "protocol": value.get("protocol"),
-                               "generationId": value.get("generation"),
-                               "assignment": "{" + ",".join(parts) + "}"}, separators=(",", ":"))
+            text = json.dumps(
+                {
+                    "protocolType": value.get("protocolType"),
+                    "protocol": value.get("protocol"),
+                    "generationId": value.get("generation"),
+                    "assignment": "{" + ",".join(parts) + "}",
+                },
+                separators=(",", ":"),
+            )
             return key, text
         return f"unknown::version={rec.record_type}", None
 
@@ -381,8 +400,12 @@ def _control_text(r: Record, era: KafkaEra) -> str:
 
     rec = decode_control_record(r.key, r.value)
     t = rec.type
-    if t in (0, 1) or (t == 2 and era.leader_change_json) or (t in (3, 4) and era.snapshot_controls) or (
-            t in (5, 6) and era.kraft_controls):
+    if (
+        t in (0, 1)
+        or (t == 2 and era.leader_change_json)
+        or (t in (3, 4) and era.snapshot_controls)
+        or (t in (5, 6) and era.kraft_controls)
+    ):
         return dump_control_text(rec, leader_change_json=era.leader_change_json)
     name = _CONTROL_NAMES.get(t, "UNKNOWN") if 0 <= t < era.known_control_types else "UNKNOWN"
     return f"controlType: {name}({t})"
@@ -399,9 +422,9 @@ def _legacy_checks(batch: Batch) -> list[tuple[int, bool]]:
         return [(batch.crc, batch.crc_valid)]
     codec = batch.attributes & 7
     try:
-        value_at = 12 + (22 if batch.magic == 1 else 14)
-        key_len = struct.unpack_from(">i", raw, value_at - 4)[0]
-        value_at += max(key_len, 0)
+        key_at = 12 + (14 if batch.magic == 1 else 6)  # crc, magic, attributes[, timestamp]
+        key_len = struct.unpack_from(">i", raw, key_at)[0]
+        value_at = key_at + 4 + max(key_len, 0)
         value_len = struct.unpack_from(">i", raw, value_at)[0]
         inner = decompress(CODEC_NAMES[codec], raw[value_at + 4 : value_at + 4 + value_len], magic=batch.magic)
     except (struct.error, IndexError, KeyError, CodecError):
@@ -430,17 +453,23 @@ def _bool(v: bool) -> str:
 def _batch_line(b: Batch, position: int, era: KafkaEra) -> str:
     codec = b.compression.upper() if era.codec_upper else b.compression
     if era.record_form == "2.1":
-        tail = (f" position: {position} {b.timestamp_type}: {b.max_timestamp} isvalid: {_bool(b.crc_valid)}"
-                f" size: {b.size} magic: {b.magic} compresscodec: {codec} crc: {b.crc}")
+        tail = (
+            f" position: {position} {b.timestamp_type}: {b.max_timestamp} isvalid: {_bool(b.crc_valid)}"
+            f" size: {b.size} magic: {b.magic} compresscodec: {codec} crc: {b.crc}"
+        )
     else:
-        tail = (f" position: {position} {b.timestamp_type}: {b.max_timestamp} size: {b.size} magic: {b.magic}"
-                f" compresscodec: {codec} crc: {b.crc} isvalid: {_bool(b.crc_valid)}")
+        tail = (
+            f" position: {position} {b.timestamp_type}: {b.max_timestamp} size: {b.size} magic: {b.magic}"
+            f" compresscodec: {codec} crc: {b.crc} isvalid: {_bool(b.crc_valid)}"
+        )
     if b.magic < 2:
         return f"offset: {b.last_offset}{tail}"
-    head = (f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count}"
-            f" baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id}"
-            f" producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch}"
-            f" isTransactional: {_bool(b.is_transactional)} isControl: {_bool(b.is_control)}")
+    head = (
+        f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count}"
+        f" baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id}"
+        f" producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch}"
+        f" isTransactional: {_bool(b.is_transactional)} isControl: {_bool(b.is_control)}"
+    )
     if era.delete_horizon:
         dh = f"OptionalLong[{b.base_timestamp}]" if b.has_delete_horizon else "OptionalLong.empty"
         head = f"{head} deleteHorizonMs: {dh}"
@@ -454,8 +483,9 @@ def _sequence(b: Batch, offset: int) -> int:
     return s - 0x80000000 if s > 0x7FFFFFFF else s
 
 
-def _record_lines(b: Batch, position: int, records: list[Record], era: KafkaEra, opts: DumpOptions,
-                  payloads: _Payloads | None) -> Iterator[str]:
+def _record_lines(
+    b: Batch, position: int, records: list[Record], era: KafkaEra, opts: DumpOptions, payloads: _Payloads | None
+) -> Iterator[str]:
     """The lines of one batch's records (the 3.0+ form and, from the reference, older forms)."""
     tst = b.timestamp_type
     v2 = b.magic >= 2
@@ -466,12 +496,39 @@ def _record_lines(b: Batch, position: int, records: list[Record], era: KafkaEra,
     form = era.record_form
     scala = era.scala
     brace = "}" if scala else ""
+    if form == "3.0" and v2 and not control and not skip:
+        # the common case, one f-string per line
+        bseq, boff = b.base_sequence, b.base_offset
+        parse = payloads.parse if contents and payloads is not None else None
+        for r in records:
+            k, v, off = r.key, r.value, r.offset
+            if bseq < 0:
+                seq = -1
+            else:
+                seq = bseq + off - boff
+                if seq > 0x7FFFFFFF:
+                    seq -= 0x80000000
+            hk = ",".join([h[0] for h in r.headers]) if r.headers else ""
+            line = (
+                f"| offset: {off} {tst}: {r.timestamp} keySize: {-1 if k is None else len(k)} "
+                f"valueSize: {-1 if v is None else len(v)} sequence: {seq} headerKeys: [{hk}]"
+            )
+            if parse is not None:
+                key, payload = parse(r)
+                if key is not None:
+                    line = f"{line} key: {key}"
+                if payload is not None:
+                    line = f"{line} payload: {payload}"
+            yield line
+        return
     if form == "2.8":
         codec = b.compression.upper()
-        batch_part = (f" baseOffset: {b.base_offset} lastOffset: {b.last_offset} baseSequence: {b.base_sequence}"
-                      f" lastSequence: {b.last_sequence} producerEpoch: {b.producer_epoch}"
-                      f" partitionLeaderEpoch: {b.partition_leader_epoch} batchSize: {b.size} magic: {b.magic}"
-                      f" compressType: {codec} position: {position}")
+        batch_part = (
+            f" baseOffset: {b.base_offset} lastOffset: {b.last_offset} baseSequence: {b.base_sequence}"
+            f" lastSequence: {b.last_sequence} producerEpoch: {b.producer_epoch}"
+            f" partitionLeaderEpoch: {b.partition_leader_epoch} batchSize: {b.size} magic: {b.magic}"
+            f" compressType: {codec} position: {position}"
+        )
     for i, r in enumerate(records):
         ks = -1 if r.key is None else len(r.key)
         vs = -1 if r.value is None else len(r.value)
@@ -484,10 +541,13 @@ def _record_lines(b: Batch, position: int, records: list[Record], era: KafkaEra,
             if form == "3.0":
                 parts.append(f"| offset: {r.offset} {tst}: {r.timestamp} keySize: {ks} valueSize: {vs}")
             elif form == "2.8":
-                crc, valid = (checks[i] if checks and i < len(checks) else (None, False)) if not v2 else (
-                    None, b.crc_valid)
-                parts.append(f"| offset: {r.offset} isValid: {_bool(valid)} crc: {'null' if crc is None else crc}"
-                             f" keySize: {ks} valueSize: {vs} {tst}: {r.timestamp}{batch_part}")
+                crc, valid = (
+                    (checks[i] if checks and i < len(checks) else (None, False)) if not v2 else (None, b.crc_valid)
+                )
+                parts.append(
+                    f"| offset: {r.offset} isValid: {_bool(valid)} crc: {'null' if crc is None else crc}"
+                    f" keySize: {ks} valueSize: {vs} {tst}: {r.timestamp}{batch_part}"
+                )
             else:
                 parts.append(f"| offset: {r.offset} {tst}: {r.timestamp} keysize: {ks} valuesize: {vs}")
             if v2:
@@ -512,18 +572,31 @@ def _record_lines(b: Batch, position: int, records: list[Record], era: KafkaEra,
         yield "".join(parts)
 
 
-def _record_line_21(b: Batch, position: int, r: Record, ks: int, vs: int, era: KafkaEra,
-                    checks: list[tuple[int, bool]] | None, i: int, contents: bool,
-                    payloads: _Payloads | None) -> str:
+def _record_line_21(
+    b: Batch,
+    position: int,
+    r: Record,
+    ks: int,
+    vs: int,
+    era: KafkaEra,
+    checks: list[tuple[int, bool]] | None,
+    i: int,
+    contents: bool,
+    payloads: _Payloads | None,
+) -> str:
     """The <= 2.1 record line (no batch lines in deep mode; reference §10.4, unverified)."""
     codec = b.compression.upper()
     valid = b.crc_valid if checks is None else (checks[i][1] if i < len(checks) else False)
-    text = (f"offset: {r.offset} position: {position} {b.timestamp_type}: {r.timestamp} isvalid: {_bool(valid)}"
-            f" keysize: {ks} valuesize: {vs} magic: {b.magic} compresscodec: {codec}")
+    text = (
+        f"offset: {r.offset} position: {position} {b.timestamp_type}: {r.timestamp} isvalid: {_bool(valid)}"
+        f" keysize: {ks} valuesize: {vs} magic: {b.magic} compresscodec: {codec}"
+    )
     if b.magic >= 2:
         keys = ",".join(k for k, _ in r.headers)
-        text += (f" producerId: {b.producer_id} producerEpoch: {b.producer_epoch} sequence: {_sequence(b, r.offset)}"
-                 f" isTransactional: {_bool(b.is_transactional)} headerKeys: [{keys}]")
+        text += (
+            f" producerId: {b.producer_id} producerEpoch: {b.producer_epoch} sequence: {_sequence(b, r.offset)}"
+            f" isTransactional: {_bool(b.is_transactional)} headerKeys: [{keys}]"
+        )
     else:
         text += f" crc: {checks[i][0] if checks and i < len(checks) else 0}"
     if b.is_control:
@@ -545,8 +618,10 @@ def _stop_reason(f: object, pos: int, size: int) -> tuple[int | None, str]:
     header = f.read(12)  # type: ignore[attr-defined]
     _, length = _LOG_HDR.unpack(header)
     if length < _RECORD_OVERHEAD_V0:
-        return None, (f"record size {length} is smaller than the minimum record overhead (14); "
-                      "Kafka's tool fails here (CorruptRecordException)")
+        return None, (
+            f"record size {length} is smaller than the minimum record overhead (14); "
+            "Kafka's tool fails here (CorruptRecordException)"
+        )
     if pos + 12 + length > size:
         return size - pos, "the batch runs past the end of the file"
     return None, "a batch Kafka would read but this reader could not; output stops here"
@@ -579,7 +654,9 @@ def dump_lines(
     kafka_version : str, optional
         Whose text to reproduce (default :data:`DEFAULT_KAFKA_VERSION`).
     shown_path : str, optional
-        The path printed after ``Dumping`` (default: ``path`` as given, as Java prints it).
+        The path the tool was given, printed after ``Dumping`` (default: ``path``, as Java
+        prints it). Its file name is the one Kafka reads the base offset from, e.g. a link
+        ``<offset>.log`` to a remote segment ``<offset>-<segment id>.log``.
     problems : ProblemLog, optional
         Receives problems (reader problems too).
     strict : bool
@@ -596,22 +673,26 @@ def dump_lines(
     >>> from workbench.formats.batch import encode_batch
     >>> d = tempfile.mkdtemp(); p = os.path.join(d, "00000000000000000005.log")
     >>> _ = open(p, "wb").write(encode_batch([(5, 7, b"k", b"v")], base_offset=5))
-    >>> for line in dump_lines(p, DumpOptions(print_data_log=True), shown_path="x.log"):
-    ...     print(line[:60])
-    Dumping x.log
+    >>> for line in dump_lines(p, DumpOptions(print_data_log=True), shown_path="t-0/00000000000000000005.log"):
+    ...     print(line[:58])
+    Dumping t-0/00000000000000000005.log
     Log starting offset: 5
-    baseOffset: 5 lastOffset: 5 count: 1 baseSequence: -1 lastSeq
-    | offset: 5 CreateTime: 7 keySize: 1 valueSize: 1 sequence: 
+    baseOffset: 5 lastOffset: 5 count: 1 baseSequence: -1 last
+    | offset: 5 CreateTime: 7 keySize: 1 valueSize: 1 sequence
     """
     opts = options or DumpOptions()
     era = KafkaEra.of(kafka_version)
-    name = os.path.basename(os.fspath(path))
+    # Kafka takes the base offset (and the name in its trailer) from the path it was given
+    name = os.path.basename(os.fspath(path) if shown_path is None else shown_path)
     log = problems if problems is not None else ProblemLog(str(path), strict=strict)
     yield "Dumping " + (java_file_path(path) if shown_path is None else shown_path)
-    suffix = name[name.rfind("."):] if "." in name else ""
+    suffix = name[name.rfind(".") :] if "." in name else ""
     if suffix == ".checkpoint" and not era.snapshots:
-        log.report(0, "unsupported", f"Kafka {'.'.join(map(str, era.version))} does not dump .checkpoint "
-                   "files (stderr: Ignoring unknown file)")
+        log.report(
+            0,
+            "unsupported",
+            f"Kafka {'.'.join(map(str, era.version))} does not dump .checkpoint files (stderr: Ignoring unknown file)",
+        )
         return
     if suffix not in (".log", ".checkpoint"):
         log.report(0, "unsupported", f"{name}: only .log segments and .checkpoint snapshots are dumped here")
@@ -619,8 +700,9 @@ def dump_lines(
     if suffix == ".log":
         base = name.split(".")[0]
         if not _BASE_NAME.match(base):
-            log.report(0, "bad_name", f"{name}: the base offset in the file name is not a number "
-                       "(Kafka's tool fails here)")
+            log.report(
+                0, "bad_name", f"{name}: the base offset in the file name is not a number (Kafka's tool fails here)"
+            )
             return
         yield f"{era.log_start_label}{int(base)}"
     elif name == "bootstrap.checkpoint":
@@ -675,11 +757,12 @@ def dump_text(
     >>> from workbench.formats.batch import encode_batch
     >>> d = tempfile.mkdtemp(); p = os.path.join(d, "00000000000000000000.log")
     >>> _ = open(p, "wb").write(encode_batch([(0, 1, None, b"v")], base_offset=0))
-    >>> dump_text(p, shown_path="s.log").splitlines()[:2]
-    ['Dumping s.log', 'Log starting offset: 0']
+    >>> dump_text(p, shown_path="t-0/00000000000000000000.log").splitlines()[:2]
+    ['Dumping t-0/00000000000000000000.log', 'Log starting offset: 0']
     """
-    lines = list(dump_lines(path, options, kafka_version=kafka_version, shown_path=shown_path,
-                            problems=problems, strict=strict))
+    lines = list(
+        dump_lines(path, options, kafka_version=kafka_version, shown_path=shown_path, problems=problems, strict=strict)
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -729,14 +812,14 @@ def write_kafka_dump(
     >>> buf = io.StringIO()
     >>> write_kafka_dump([p], out=buf, kafka_version="3.9.2", decoder="none", payloads=True, strict=False)
     0
-    >>> buf.getvalue().splitlines()[-1][-18:]
+    >>> buf.getvalue().splitlines()[-1][-17:]
     'key: k payload: v'
     """
     from workbench.dump import decoder_for
 
     status = 0
     for path in files:
-        chosen = decoder_for(path, decoder)
+        chosen = decoder_for(os.fspath(path), decoder)
         if chosen not in DECODERS:
             raise ConfigError(f"unknown decoder {chosen!r}; expected 'auto' or one of {', '.join(DECODERS)}")
         opts = DumpOptions(decoder=chosen, print_data_log=payloads, deep_iteration=True)
