@@ -153,7 +153,7 @@ def _first_difference(want: str, got: str) -> str:
 
 def _fixture_dumps() -> list[tuple[str, str, str]]:
     out = []
-    for txt in sorted(FIXTURES.glob("*/*.txt")):
+    for txt in sorted(t for t in FIXTURES.glob("*/*.txt") if not t.name.endswith(".decoder.txt")):
         rel = txt.relative_to(FIXTURES).as_posix()
         segment = rel[: rel.index(".log") + 4]
         version, slug = rel[len(segment) + 1 : -4].rsplit(".", 1)
@@ -231,6 +231,42 @@ def test_fixture_text_parses_to_the_binary(segment, version, slug):
     assert [(t["invalid_bytes"], t["name"]) for t in trailers] == (
         [(71, "00000000000000000000.log")] if segment.startswith("damaged") else []
     )
+
+
+DECODER_FLAGS = {
+    "__consumer_offsets": "--offsets-decoder",
+    "__transaction_state": "--transaction-log-decoder",
+    "__cluster_metadata": "--cluster-metadata-decoder",
+}
+DECODER_DUMPS = sorted(
+    (t.parent.name + "/" + t.name[: t.name.index(".log") + 4], t.name[t.name.index(".log") + 5 : -len(".decoder.txt")])
+    for t in FIXTURES.glob("*/*.decoder.txt")
+)
+
+
+def test_decoder_fixture_set_is_complete():
+    assert len(DECODER_DUMPS) == 3 * 2
+
+
+@pytest.mark.parametrize("segment, version", DECODER_DUMPS, ids=[f"{s.split('/')[0]}-{v}" for s, v in DECODER_DUMPS])
+def test_decoder_fixture_text_is_byte_identical(segment, version):
+    """Decoded payloads and Kafka's error texts (unknown types, truncation, bad frames), the
+    3.9 transaction-log text with its HashSet partition order, the 4.3 JSON forms."""
+    want = (FIXTURES / f"{segment}.{version}.decoder.txt").read_bytes().decode("utf-8")
+    opts = options_from_args([DECODER_FLAGS[segment.split("-")[0]]])
+    log = ProblemLog()
+    got = dump_text(FIXTURES / segment, opts, kafka_version=version, shown_path=segment, problems=log)
+    assert got == want, _first_difference(want, got)
+    # every record Kafka could not decode (and the offsets value with trailing bytes) is a problem
+    errors = [line for line in want.split("\n") if "skipping." in line]
+    assert len(log.problems) == len(errors) + (1 if segment.startswith("__consumer_offsets") else 0)
+    assert {p.kind for p in log.problems} <= {"decode_error"}
+    files, batches, records, problems = _parsed(want)
+    want_batches, want_records, _ = _binary_rows(FIXTURES / segment)
+    assert problems == []
+    assert [{k: b[k] for k in BATCH_KEYS} for b in batches] == want_batches
+    assert [{k: r[k] for k in RECORD_KEYS} for r in records] == want_records
+    assert [r["key"] is not None or r["payload"] is not None for r in records] == [True] * len(records)
 
 
 # ---------------------------------------------------------------------------------------------
