@@ -2,8 +2,9 @@
 
 Usage::
 
-    python -m peer fetch [--version V ...]
+    python -m peer fetch [--version V ...]              (default: every pinned version)
     python -m peer scenarios [--version V ...] [--only NAME ...] [--force]
+                                                       (default: peer.scenario.DEFAULT_SETS)
     python -m peer demo --out DIR [--version V]
 
 ``scenarios`` prints one bundle directory per line on stdout (progress goes to stderr) and
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from peer.errors import PeerError
 from peer.kafka import DEFAULT_VERSION, VERSIONS, fetch
-from peer.scenario import SCENARIOS, build
+from peer.scenario import DEFAULT_SETS, SCENARIOS, build
 
 
 def _log(msg: str) -> None:
@@ -75,15 +76,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command == "fetch":
-            for version in args.version or [DEFAULT_VERSION]:
+            for version in args.version or list(VERSIONS):
                 started = time.monotonic()
                 kafka = fetch(version)
                 _log(f"Kafka {version}: {kafka.lib} ({time.monotonic() - started:.1f} s)")
                 print(kafka.lib)
         elif args.command == "scenarios":
             failed = False
-            for version in args.version or [DEFAULT_VERSION]:
-                for name in args.only or SCENARIOS:
+            for version in args.version or list(VERSIONS):
+                for name in args.only or DEFAULT_SETS.get(version, SCENARIOS):
                     try:
                         print(build(name, version, force=args.force, log=_log), flush=True)
                     except PeerError as exc:

@@ -16,8 +16,9 @@ import json
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from peer.errors import ToolError
 from peer.kafka import Kafka
@@ -244,7 +245,7 @@ class BundleWriter:
                     chunks.setdefault(current, [])
             if current is not None:
                 chunks[current].append(line)
-        for rel, name in zip(rels, names):
+        for rel, name in zip(rels, names, strict=True):
             dump_rel = f"dumps/{rel}.txt"
             target = self.root / dump_rel
             target.parent.mkdir(parents=True, exist_ok=True)

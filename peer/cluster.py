@@ -12,11 +12,10 @@ import hashlib
 import shutil
 import socket
 import time
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from peer.errors import ClusterError
 from peer.kafka import Kafka, write_log_config
@@ -308,7 +307,7 @@ class Cluster:
         """Start ``node``'s JVM without waiting."""
         if node.alive():
             raise ClusterError(f"node {node.id} of {self.name} is already running")
-        jvm = [f"-Xms64m"]
+        jvm = ["-Xms64m"]
         if node.jmx_port is not None:
             jvm += [
                 "-Dcom.sun.management.jmxremote",
@@ -426,7 +425,7 @@ class Cluster:
             parts.append(tail_file(node.output, lines))
         return "\n".join(parts)
 
-    def __enter__(self) -> "Cluster":
+    def __enter__(self) -> Cluster:
         return self
 
     def __exit__(self, *exc: object) -> None:

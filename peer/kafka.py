@@ -17,10 +17,10 @@ import shutil
 import subprocess
 import time
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Sequence
 
 from peer.errors import FetchError, ToolError
 

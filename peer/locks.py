@@ -9,9 +9,9 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from peer.errors import PeerError
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import subprocess
 import threading
-import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from peer.kafka import Kafka
 from peer.process import Managed, spawn
@@ -67,7 +66,7 @@ class JmxSampler:
             args += ["--attributes", ",".join(self.attributes)]
         return self.kafka.java(self.kafka.tool_class("jmx"), args, heap="64m")
 
-    def start(self) -> "JmxSampler":
+    def start(self) -> JmxSampler:
         """Start sampling in a background thread."""
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self._thread = threading.Thread(target=self._run, name=f"jmx-{self.out.name}", daemon=True)

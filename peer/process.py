@@ -17,14 +17,16 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Sequence
+from types import FrameType
+from typing import IO
 
 from peer.errors import PeerError
 
 PID_FILE_ENV = "KAFKA_PEER_PID_FILE"
 
-_LIVE: dict[int, "Managed"] = {}
+_LIVE: dict[int, Managed] = {}
 _LOCK = threading.Lock()
 
 
@@ -229,7 +231,7 @@ def _install_handlers() -> None:
     if threading.current_thread() is threading.main_thread():
         previous = signal.getsignal(signal.SIGTERM)
 
-        def _on_term(signum: int, frame: object) -> None:
+        def _on_term(signum: int, frame: FrameType | None) -> None:
             stop_all(5.0)
             if callable(previous):
                 previous(signum, frame)

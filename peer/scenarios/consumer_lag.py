@@ -44,7 +44,7 @@ def run(ctx: ScenarioContext) -> None:
                             "--partitions", "2", "--replication-factor", "1"])
         ctx.event("topic_created", topic=topic, partitions=2, replication_factor=1)
 
-    specs = [f"{topic}:{codec}:headers" for topic, codec in zip(topics, CODECS)]
+    specs = [f"{topic}:{codec}:headers" for topic, codec in zip(topics, CODECS, strict=True)]
     ctx.background("producer", ctx.kafka.client(["produce", bs, str(PRODUCE_S), str(RATE),
                                                    *specs]))
     ctx.event("producer_start", topics=topics, codecs=list(CODECS), rate_per_topic=RATE,
