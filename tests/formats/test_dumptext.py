@@ -668,15 +668,18 @@ def test_parse_snapshot_headers():
 
 
 def test_parse_skip_record_metadata_forms():
-    text = "| key: k payload: v\n payload: scala-keyless\n| payload: java-keyless\n\n| key: only\n"
+    text = "\n| key: k payload: v\n payload: scala-keyless\n| payload: java-keyless\n| key: only\n"
     rows = list(parse_kafka_dump(text))
     assert [(r["kind"], r["key"], r["payload"], r["offset"]) for r in rows] == [
+        ("record", None, None, None),  # a control record (or a record without key and value)
         ("record", "k", "v", None),
         ("record", None, "scala-keyless", None),
         ("record", None, "java-keyless", None),
-        ("record", None, None, None),
         ("record", "only", None, None),
     ]
+    # without sizes, an empty or unshaped line after a payload continues it
+    rows = list(parse_kafka_dump("| payload: a\n\nb\n| key: k\nc\n"))
+    assert [(r["key"], r["payload"]) for r in rows] == [(None, "a\n\nb"), ("k\nc", None)]
 
 
 def test_parse_index_and_producer_snapshot_lines():
@@ -752,3 +755,74 @@ def test_parse_sources(tmp_path):
             "| offset: 0 CreateTime: 1 keySize: -1 valueSize: 3 sequence: -1 headerKeys: [] payload: a\rb\n"
         )
     ] == ["a\rb"]
+
+
+# ---------------------------------------------------------------------------------------------
+# round trip on random tricky contents: writer -> parser -> the binary's fields and text
+
+_PIECES = [
+    "a",
+    "b",
+    "ü",
+    "☃",
+    " ",
+    "\n",
+    "\r",
+    " payload: ",
+    " key: ",
+    "]",
+    "[",
+    "|",
+    "{",
+    "}",
+    ": ",
+    " endTxnMarker: ",
+    "offset: 1 position: 2",
+    "\t",
+    "0",
+]
+
+
+def _random_text(rng, max_pieces: int = 6, pieces: list[str] = _PIECES) -> bytes:
+    text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, max_pieces))).encode("utf-8")
+    if rng.random() < 0.15:
+        text += bytes([rng.choice((0xFF, 0xC3, 0x80, 0x00))])
+    return text
+
+
+@pytest.mark.parametrize("version", ["4.3.1", "3.9.2", "3.0.0", "2.8.2", "2.4.1"])
+@pytest.mark.parametrize("skip", [False, True])
+def test_random_contents_round_trip(tmp_path, version, skip):
+    import random
+
+    rng = random.Random(f"{version}-{skip}")
+    # --skip-record-metadata prints no sizes: line breaks and " payload: " in a key are ambiguous
+    pieces = [p for p in _PIECES if p not in ("\n", " payload: ", " key: ")] if skip else _PIECES
+    data, offset = b"", 0
+    for _ in range(40):
+        records = []
+        for _ in range(rng.randint(1, 4)):
+            key = None if rng.random() < 0.2 else _random_text(rng, pieces=pieces)
+            null_value = rng.random() < 0.1 and not (skip and key is None)  # skip: no empty lines
+            value = None if null_value else _random_text(rng, pieces=pieces)
+            headers = [(rng.choice(["h", "x]y", "h h", "ü"]), b"v") for _ in range(rng.randint(0, 2))]
+            records.append((offset, 1_700_000_000_000 + offset, key, value, headers))
+            offset += 1
+        data += encode_batch(records, base_offset=records[0][0], compression=rng.choice(["none", "gzip", "zstd"]))
+    seg = _segment(tmp_path, "t-0", data)
+    text = dump_text(seg, DumpOptions(print_data_log=True, skip_record_metadata=skip), kafka_version=version)
+    log = ProblemLog()
+    files, batches, records, problems = _parsed(text, problems=log)
+    assert problems == [] and log.problems == []
+    want_batches, want_records, raw = _binary_rows(seg)
+    assert [(b["base_offset"], b["crc"]) for b in batches] == [(w["base_offset"], w["crc"]) for w in want_batches]
+    want_text = [
+        (
+            None if r.key is None else r.key.decode("utf-8", "replace"),
+            None if r.value is None else r.value.decode("utf-8", "replace"),
+        )
+        for _, r in raw
+    ]
+    assert [(r["key"], r["payload"]) for r in records] == want_text
+    if not skip:
+        assert [{k: r[k] for k in RECORD_KEYS} for r in records] == want_records

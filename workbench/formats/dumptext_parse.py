@@ -32,10 +32,10 @@ one dict per line of meaning, with a ``kind``:
 
 Every row has ``line`` (1-based) and ``path`` (from the last ``Dumping`` line).
 
-A payload printed by the default StringDecoder may contain line breaks (binary values): a
-line that fits no shape right after a record whose payload is shorter than its
-``valueSize`` (or whose size is not printed, ``--skip-record-metadata``) is taken as the
-continuation of that payload.
+A key or payload printed by the default StringDecoder may contain line breaks (binary
+values): while the text of a record's key or payload is shorter (in UTF-8) than its
+``keySize``/``valueSize`` (or, under ``--skip-record-metadata``, has no size), the next line
+is taken as its continuation unless it is a ``Dumping``, batch, record or trailer line.
 
 Examples
 --------
@@ -303,6 +303,7 @@ def _contents(rest: str, row: dict) -> bool:
     """Fill ``key``/``payload``/``control`` from the part after the record metadata."""
     if not rest:
         return True
+    row["_tail"] = rest
     if rest.startswith(_CONTROL_STARTS):
         row["control"] = rest[1:]
         return True
@@ -318,16 +319,30 @@ def _contents(rest: str, row: dict) -> bool:
         return True
     chosen = first
     ks = row.get("key_size")
-    if isinstance(ks, int) and ks >= 0 and len(body[:first].encode("utf-8", "surrogatepass")) != ks:
+    if isinstance(ks, int) and ks >= 0 and not _fits(body[:first], ks):
+        # the key itself holds " payload: ": the key size decides where it ends
+        # no split fits: the whole line is the key if it fits, or is still short of it (a
+        # line break in the key: the next line continues it)
+        chosen = -1 if _fits(body, ks) or _utf8_len(body) < ks else first
         c = body.find(" payload: ", first + 1)
-        while c >= 0:  # the key itself holds " payload: ": the key size decides
-            if len(body[:c].encode("utf-8", "surrogatepass")) == ks:
+        while c >= 0:
+            if _fits(body[:c], ks):
                 chosen = c
                 break
             c = body.find(" payload: ", c + 1)
+    if chosen < 0:
+        row["key"] = body
+        return True
     row["key"] = body[:chosen]
     row["payload"] = body[chosen + 10 :]
     return True
+
+
+def _fits(text: str, size: int) -> bool:
+    """Whether ``text`` can be the String decoding of ``size`` bytes (U+FFFD stands for 1–3)."""
+    n = _utf8_len(text)
+    bad = text.count("\ufffd")
+    return n - 2 * bad <= size <= n
 
 
 def _record_row(line: str) -> dict | None:
@@ -447,6 +462,7 @@ def _bare_contents(line: str, row: dict) -> dict | None:
         return row if _contents(line[1:], row) else None
     if line.startswith(" payload: "):
         row["payload"] = line[10:]
+        row["_tail"] = line
         return row
     if line == "":
         return row  # a control record (or a record without contents) under --skip-record-metadata
@@ -534,17 +550,14 @@ def parse_kafka_dump(
     pending_record: dict | None = None
     batch_position: int | None = None
     for number, line in enumerate(_lines(source), start=1):
-        # a payload with line breaks: glue unshaped lines to the record before them
+        # a key or payload with line breaks: glue the next line to the record before it
         if pending_record is not None:
-            payload = pending_record.get("payload")
-            vs = pending_record.get("value_size")
-            if (
-                payload is not None
-                and (vs is None or len(payload.encode("utf-8", "surrogatepass")) < vs)
-                and _classify(line) is None
-            ):
-                pending_record["payload"] = payload + "\n" + line
+            if _incomplete(pending_record) and _glueable(line, pending_record["offset"] is not None):
+                tail = pending_record["_tail"] + "\n" + line
+                pending_record["key"] = pending_record["payload"] = None
+                _contents(tail, pending_record)
                 continue
+            pending_record.pop("_tail", None)
             yield pending_record
             pending_record = None
         if pending_file is not None:
@@ -591,9 +604,46 @@ def parse_kafka_dump(
             continue
         yield row
     if pending_record is not None:
+        pending_record.pop("_tail", None)
         yield pending_record
     if pending_file is not None:
         yield pending_file
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _incomplete(row: dict) -> bool:
+    """Whether the key or payload printed so far is shorter than its size (a line break in it).
+
+    Text decoded from bytes is never shorter than the bytes (U+FFFD takes 3), so a shorter
+    text means the rest is on the next line. Without sizes (``--skip-record-metadata``) a
+    payload may go on.
+    """
+    if "_tail" not in row or row.get("control") is not None:
+        return False
+    key, payload = row.get("key"), row.get("payload")
+    ks, vs = row.get("key_size"), row.get("value_size")
+    if key is not None and payload is None and (ks is None or (isinstance(ks, int) and _utf8_len(key) < ks)):
+        return True
+    return payload is not None and (vs is None or _utf8_len(payload) < vs)
+
+
+_NOT_GLUED = frozenset(("batch", "record", "trailer"))
+
+
+def _glueable(line: str, with_metadata: bool) -> bool:
+    """A line that may continue a key or payload: not a ``Dumping``, batch, record or trailer
+    line (after a record line with metadata, only a record line with metadata counts)."""
+    if line.startswith(_DUMPING):
+        return False
+    if line == "":
+        return True
+    row = _classify(line)
+    if row is None or row["kind"] not in _NOT_GLUED:
+        return True
+    return with_metadata and row["kind"] == "record" and row["offset"] is None
 
 
 def _classify(line: str) -> dict | None:
