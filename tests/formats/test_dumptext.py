@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -153,7 +154,7 @@ def _first_difference(want: str, got: str) -> str:
 
 def _fixture_dumps() -> list[tuple[str, str, str]]:
     out = []
-    for txt in sorted(t for t in FIXTURES.glob("*/*.txt") if not t.name.endswith(".decoder.txt")):
+    for txt in sorted(t for t in FIXTURES.glob("*/*.log.*.txt") if not t.name.endswith(".decoder.txt")):
         rel = txt.relative_to(FIXTURES).as_posix()
         segment = rel[: rel.index(".log") + 4]
         version, slug = rel[len(segment) + 1 : -4].rsplit(".", 1)
@@ -267,6 +268,61 @@ def test_decoder_fixture_text_is_byte_identical(segment, version):
     assert [{k: b[k] for k in BATCH_KEYS} for b in batches] == want_batches
     assert [{k: r[k] for k in RECORD_KEYS} for r in records] == want_records
     assert [r["key"] is not None or r["payload"] is not None for r in records] == [True] * len(records)
+
+
+_SIDECAR_NAME = re.compile(r"^(.*\.(?:index|timeindex|txnindex|snapshot))\.(\d+\.\d+\.\d+)\.txt$")
+SIDECAR_DUMPS = sorted(
+    (f"{t.parent.name}/{m[1]}", m[2])
+    for t in FIXTURES.glob("*/*.txt")
+    if (m := _SIDECAR_NAME.match(t.name)) is not None
+)
+
+
+@pytest.mark.parametrize("name, version", SIDECAR_DUMPS, ids=[f"{n}-{v}" for n, v in SIDECAR_DUMPS])
+def test_sidecar_text_is_byte_identical_and_parses_back(name, version):
+    """Offset/time/transaction indexes and producer snapshots (reference §10.6)."""
+    from workbench.formats.index import read_offset_index, read_producer_snapshot, read_time_index, read_txn_index
+
+    want = (FIXTURES / f"{name}.{version}.txt").read_bytes().decode("utf-8")
+    log = ProblemLog()
+    got = dump_text(FIXTURES / name, kafka_version=version, shown_path=name, problems=log)
+    assert got == want, _first_difference(want, got)
+    rows = [r for r in parse_kafka_dump(want) if r["kind"] != "file"]
+    assert all(r["kind"] != "problem" for r in rows)
+    path = FIXTURES / name
+    base = int(path.name.split(".")[0])
+    if name.endswith(".index"):
+        entries = read_offset_index(path.read_bytes(), base)
+        if not entries:
+            assert [r["kind"] for r in rows] == ["note"]
+        else:
+            assert [(r["offset"], r["position"]) for r in rows] == [tuple(e) for e in entries]
+    elif name.endswith(".timeindex"):
+        assert [(r["timestamp"], r["offset"]) for r in rows] == [
+            tuple(e) for e in read_time_index(path.read_bytes(), base_offset=base)
+        ]
+    elif name.endswith(".txnindex"):
+        assert [(r["producer_id"], r["first_offset"], r["last_offset"], r["last_stable_offset"]) for r in rows] == [
+            (t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
+            for t in read_txn_index(path.read_bytes())
+        ]
+    else:
+        entries = [] if log.problems else read_producer_snapshot(path.read_bytes())
+        assert [
+            (
+                r["producer_id"],
+                r["producer_epoch"],
+                r["coordinator_epoch"],
+                r["last_offset"] if r["last_offset"] is not None else -1,
+                r["last_timestamp"],
+            )
+            for r in rows
+        ] == [(e.producer_id, e.producer_epoch, e.coordinator_epoch, e.last_offset, e.timestamp) for e in entries]
+        assert [p.kind for p in log.problems] == (["crc_mismatch"] if "108" in name else [])
+
+
+def test_sidecar_fixture_set_is_complete():
+    assert len(SIDECAR_DUMPS) == 7 * 2
 
 
 # ---------------------------------------------------------------------------------------------

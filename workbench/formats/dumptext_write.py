@@ -1,8 +1,9 @@
 """Writing the text of Kafka's dump tool (``kafka-dump-log.sh``) for segments and snapshots.
 
-:func:`dump_lines` produces, for one ``.log`` segment or ``.checkpoint`` snapshot, the lines
-``kafka-dump-log.sh --files <path>`` prints on stdout, byte for byte, for a chosen Kafka
-version and the same flags (reference §10). :func:`write_kafka_dump` is the entry point of
+:func:`dump_lines` produces, for one ``.log`` segment or ``.checkpoint`` snapshot (and for
+the ``.index``, ``.timeindex``, ``.txnindex`` and producer ``.snapshot`` files beside them),
+the lines ``kafka-dump-log.sh --files <path>`` prints on stdout, byte for byte, for a chosen
+Kafka version and the same flags (reference §10). :func:`write_kafka_dump` is the entry point of
 ``workbench dump --format kafka``.
 
 What differs by version (reference §10.2–§10.5; 3.9 and 4.3 checked against real dumps):
@@ -776,7 +777,9 @@ def dump_lines(
     """The stdout lines (without line breaks) of ``kafka-dump-log --files <path>`` for one file.
 
     Handles ``.log`` segments and ``.checkpoint`` snapshots (KRaft snapshots and
-    ``bootstrap.checkpoint``). As Kafka, the dump stops at the first bytes that do not frame a
+    ``bootstrap.checkpoint``), and the ``.index``, ``.timeindex``, ``.txnindex`` and producer
+    ``.snapshot`` files (the entries Kafka prints on stdout; its consistency checks against
+    the segment go to stderr and are not reproduced). As Kafka, the dump stops at the first bytes that do not frame a
     batch and then prints ``Found N invalid bytes at the end of <name>`` when Kafka would;
     where Kafka's tool itself fails (a declared size below 14, an unparsable file name) the
     output ends there. Every such stop, and every record that could not be decoded, is a
@@ -822,7 +825,8 @@ def dump_lines(
     # Kafka takes the base offset (and the name in its trailer) from the path it was given
     name = os.path.basename(os.fspath(path) if shown_path is None else shown_path)
     log = problems if problems is not None else ProblemLog(str(path), strict=strict)
-    yield "Dumping " + (java_file_path(path) if shown_path is None else shown_path)
+    shown = java_file_path(path) if shown_path is None else shown_path
+    yield "Dumping " + shown
     suffix = name[name.rfind(".") :] if "." in name else ""
     if suffix == ".checkpoint" and not era.snapshots:
         log.report(
@@ -831,8 +835,11 @@ def dump_lines(
             f"Kafka {'.'.join(map(str, era.version))} does not dump .checkpoint files (stderr: Ignoring unknown file)",
         )
         return
+    if suffix in _SIDECARS:
+        yield from _SIDECARS[suffix](path, name, shown, era, log)
+        return
     if suffix not in (".log", ".checkpoint"):
-        log.report(0, "unsupported", f"{name}: only .log segments and .checkpoint snapshots are dumped here")
+        log.report(0, "unsupported", f"{name}: Kafka's tool ignores this file (stderr: Ignoring unknown file)")
         return
     if suffix == ".log":
         base = name.split(".")[0]
@@ -875,6 +882,135 @@ def dump_lines(
             if trailing is not None:
                 yield f"Found {trailing} invalid bytes at the end of {name}"
             log.report(expected, "stopped", f"Kafka's dump stops at byte {expected} of {size}: {why}")
+
+
+# --------------------------------------------------------------------------------------------
+# index, time index, transaction index and producer snapshot (reference §10.6)
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+_TXN_ENTRY = struct.Struct(">hqqqq")
+
+
+def _sibling(path: str | os.PathLike[str], name: str, suffix: str) -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(os.fspath(path))), name.split(".")[0] + suffix)
+
+
+def _index_base(name: str, log: ProblemLog) -> int | None:
+    base = name.split(".")[0]
+    if not _BASE_NAME.match(base):
+        log.report(0, "bad_name", f"{name}: the base offset in the file name is not a number (Kafka's tool fails here)")
+        return None
+    return int(base)
+
+
+def _needs(files: list[str], log: ProblemLog) -> bool:
+    missing = [f for f in files if not os.path.exists(f)]
+    if missing:
+        log.report(0, "missing_file", f"Kafka's tool needs {', '.join(missing)} for this dump and fails without it")
+    return not missing
+
+
+def _dump_offset_index(
+    path: str | os.PathLike[str], name: str, shown: str, era: KafkaEra, log: ProblemLog
+) -> Iterator[str]:
+    """``offset: N position: P`` per entry; stops at the first zero entry after entry 0."""
+    base = _index_base(name, log)
+    if base is None or not _needs([_sibling(path, name, ".log")], log):
+        return
+    with open(path, "rb") as f:
+        data = f.read()
+    n = len(data) // 8
+    if n == 0:
+        yield f"{shown} is empty."
+        return
+    for i, (rel, pos) in enumerate(_OFFSET_ENTRY.iter_unpack(data[: n * 8])):
+        if rel == 0 and i > 0:
+            return
+        yield f"offset: {base + rel} position: {pos}"
+
+
+def _dump_time_index(
+    path: str | os.PathLike[str], name: str, shown: str, era: KafkaEra, log: ProblemLog
+) -> Iterator[str]:
+    """``timestamp: T offset: N`` per entry; stops at the first zero entry after entry 0."""
+    base = _index_base(name, log)
+    if base is None or not _needs([_sibling(path, name, ".log"), _sibling(path, name, ".index")], log):
+        return
+    with open(path, "rb") as f:
+        data = f.read()
+    n = len(data) // 12
+    for i, (ts, rel) in enumerate(_TIME_ENTRY.iter_unpack(data[: n * 12])):
+        if rel == 0 and i > 0:
+            return
+        yield f"timestamp: {ts} offset: {base + rel}"
+
+
+def _dump_txn_index(
+    path: str | os.PathLike[str], name: str, shown: str, era: KafkaEra, log: ProblemLog
+) -> Iterator[str]:
+    """``version: V producerId: P firstOffset: F lastOffset: L lastStableOffset: S`` per entry."""
+    if _index_base(name, log) is None:
+        return
+    with open(path, "rb") as f:
+        data = f.read()
+    n = len(data) // 34
+    if len(data) % 34:
+        log.report(n * 34, "truncated", f"{len(data) % 34} bytes after the last whole aborted-transaction entry")
+    for i, (version, pid, first, last, lso) in enumerate(_TXN_ENTRY.iter_unpack(data[: n * 34])):
+        if version != 0:
+            log.report(
+                i * 34, "unknown_version", f"aborted transaction entry version {version} (Kafka's tool fails here)"
+            )
+            return
+        yield f"version: {version} producerId: {pid} firstOffset: {first} lastOffset: {last} lastStableOffset: {lso}"
+
+
+def _dump_producer_snapshot(
+    path: str | os.PathLike[str], name: str, shown: str, era: KafkaEra, log: ProblemLog
+) -> Iterator[str]:
+    """One line per producer; nothing (Kafka prints the error on stderr) for a corrupt file."""
+    from workbench.formats.index import read_producer_snapshot
+
+    if _index_base(name, log) is None:
+        return
+    local = ProblemLog(str(path))
+    with open(path, "rb") as f:
+        entries = read_producer_snapshot(f, str(path), problems=local)
+    for p in local.problems:
+        log.report(p.position, p.kind, p.detail)
+    if local.problems:
+        return
+    sep = "" if era.scala else " "
+    for e in entries:
+        txn = "OptionalLong.empty" if e.current_txn_first_offset < 0 else f"OptionalLong[{e.current_txn_first_offset}]"
+        if era.version[:2] < (3, 0):
+            txn = "None" if e.current_txn_first_offset < 0 else f"Some({e.current_txn_first_offset})"
+        line = (
+            f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} coordinatorEpoch: "
+            f"{e.coordinator_epoch} currentTxnFirstOffset: {txn}"
+        )
+        if era.version[:2] >= (3, 0):
+            line += f" lastTimestamp: {e.timestamp}" + (" " if era.scala else "")
+        else:
+            line += " "
+        if e.last_offset >= 0:
+            first = e.last_sequence - e.offset_delta
+            if e.last_sequence < e.offset_delta:
+                first = 0x7FFFFFFF - (e.offset_delta - e.last_sequence) + 1
+            line += (
+                f"{sep}firstSequence: {first} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
+                f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp}"
+            )
+        yield line
+
+
+_SIDECARS = {
+    ".index": _dump_offset_index,
+    ".timeindex": _dump_time_index,
+    ".txnindex": _dump_txn_index,
+    ".snapshot": _dump_producer_snapshot,
+}
 
 
 def dump_text(
