@@ -255,11 +255,6 @@ def java_file_path(path: str | os.PathLike[str]) -> str:
 # payload text of each decoder
 
 
-def _java_string(data: bytes | None) -> str:
-    """``new String(bytes, UTF_8)``: malformed input becomes U+FFFD."""
-    return "" if data is None else data.decode("utf-8", "replace")
-
-
 class _Payloads:
     """Key and payload text of one decoder for one era: ``parse(record) -> (key, payload)``."""
 
@@ -281,6 +276,7 @@ class _Payloads:
 
     @staticmethod
     def _string(r: Record) -> tuple[str | None, str | None]:
+        """Kafka's StringDecoder: ``new String(bytes, UTF_8)``, malformed input as U+FFFD."""
         key = None if r.key is None else r.key.decode("utf-8", "replace")
         value = None if r.value is None else r.value.decode("utf-8", "replace")
         return key, value
@@ -679,9 +675,8 @@ def _record_lines(
             if form == "3.0":
                 parts.append(f"| offset: {r.offset} {tst}: {r.timestamp} keySize: {ks} valueSize: {vs}")
             elif form == "2.8":
-                crc, valid = (
-                    (checks[i] if checks and i < len(checks) else (None, False)) if not v2 else (None, b.crc_valid)
-                )
+                # v2 records have no checksum of their own: crc null, isValid true
+                crc, valid = (checks[i] if checks and i < len(checks) else (None, False)) if not v2 else (None, True)
                 parts.append(
                     f"| offset: {r.offset} isValid: {_bool(valid)} crc: {'null' if crc is None else crc}"
                     f" keySize: {ks} valueSize: {vs} {tst}: {r.timestamp}{batch_part}"
