@@ -882,3 +882,25 @@ def test_random_contents_round_trip(tmp_path, version, skip):
     assert [(r["key"], r["payload"]) for r in records] == want_text
     if not skip:
         assert [{k: r[k] for k in RECORD_KEYS} for r in records] == want_records
+
+
+def test_workbench_dump_format_kafka_matches_the_tool(monkeypatch):
+    """``workbench dump --format kafka`` (the lead's dump_files) on the path the tool was given."""
+    from workbench.dump import dump_files
+
+    monkeypatch.chdir(FIXTURES)
+    out = io.StringIO()
+    status = dump_files(
+        ["mixed-0/00000000000000000000.log", "legacy-0/00000000000000000100.log"],
+        fmt="kafka",
+        out=out,
+        kafka_version="3.9.2",
+        decoder="auto",
+        payloads=True,
+    )
+    want = "".join(
+        (FIXTURES / f"{seg}.3.9.2.data.txt").read_bytes().decode("utf-8")
+        for seg in ("mixed-0/00000000000000000000.log", "legacy-0/00000000000000000100.log")
+    )
+    assert status == 0
+    assert out.getvalue() == want, _first_difference(want, out.getvalue())
