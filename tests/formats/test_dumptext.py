@@ -226,6 +226,16 @@ def test_fixture_text_parses_to_the_binary(segment, version, slug):
             else "controlType: LEADER_CHANGE(2)"
         )
         assert controls[22] == "controlType: UNKNOWN(9)"
+        assert [r["control_type"] for r in records if r["control"] is not None] == [
+            "COMMIT",
+            "ABORT",
+            "LEADER_CHANGE",
+            "KRAFT_VERSION",
+            "KRAFT_VOTERS",
+            "SNAPSHOT_HEADER",
+            "SNAPSHOT_FOOTER",
+            "UNKNOWN",
+        ]
     if segment.startswith("legacy") and slug != "data-skip":
         assert all(r["crc_valid"] is True and r["crc"] > 0 for r in records)
     trailers = [r for r in parse_kafka_dump(text) if r["kind"] == "trailer"]

@@ -19,7 +19,8 @@ one dict per line of meaning, with a ``kind``:
     A record line: ``offset``, ``timestamp_type``, ``timestamp``, ``key_size``,
     ``value_size``, ``sequence``, ``header_keys`` (list; the tool never prints header values),
     ``crc``/``crc_valid`` (legacy records and the 2.8 form), ``control`` (the text after the
-    metadata of a control record, e.g. ``endTxnMarker: COMMIT coordinatorEpoch: 0``), ``key``
+    metadata of a control record, e.g. ``endTxnMarker: COMMIT coordinatorEpoch: 0``) and
+    ``control_type`` (``COMMIT``, ``LEADER_CHANGE``, ``SNAPSHOT_HEADER``, ...), ``key``
     and ``payload`` (text as printed, ``None`` when absent), ``batch_position``. With
     ``--skip-record-metadata`` the metadata keys are ``None``.
 ``trailer``
@@ -143,6 +144,13 @@ _CONTROL_STARTS = (
     " KRaftVoters ",
     " LeaderChange: ",
 )
+_CONTROL_LABELS = {
+    "SnapshotHeader": "SNAPSHOT_HEADER",
+    "SnapshotFooter": "SNAPSHOT_FOOTER",
+    "KRaftVersion": "KRAFT_VERSION",
+    "KRaftVoters": "KRAFT_VOTERS",
+    "LeaderChange:": "LEADER_CHANGE",
+}
 _CONTENT_STARTS = (" key: ", " payload: ")
 _AFTER_HEADERS = _CONTROL_STARTS + _CONTENT_STARTS
 _END_TXN = re.compile(r"endTxnMarker: (ABORT|COMMIT) coordinatorEpoch: (-?\d+)$")
@@ -305,7 +313,10 @@ def _contents(rest: str, row: dict) -> bool:
         return True
     row["_tail"] = rest
     if rest.startswith(_CONTROL_STARTS):
-        row["control"] = rest[1:]
+        text = rest[1:]
+        row["control"] = text
+        m = _END_TXN.match(text) or _CONTROL_TYPE.match(text)
+        row["control_type"] = m[1] if m is not None else _CONTROL_LABELS[text.split(" ", 1)[0]]
         return True
     if rest.startswith(" payload: "):
         row["payload"] = rest[10:]
@@ -364,6 +375,7 @@ def _record_row(line: str) -> dict | None:
                 "crc": None,
                 "crc_valid": None,
                 "control": None,
+                "control_type": None,
                 "key": None,
                 "payload": None,
             }
@@ -385,6 +397,7 @@ def _record_row_slow(line: str) -> dict | None:
         "crc": None,
         "crc_valid": None,
         "control": None,
+        "control_type": None,
         "key": None,
         "payload": None,
     }
