@@ -22,6 +22,10 @@ version                     difference
 < 3.3, < 3.9                snapshot header/footer and KRaft version/voters records print
                             as ``controlType: NAME(id)`` (unverified for old releases)
 >= 4.0                      ``txnIdxEmpty`` in remote-log-metadata text
+<= 4.0 / >= 4.1             ``--transaction-log-decoder``: ``transaction_metadata::…`` text
+                            (partitions in Scala HashSet order) vs. JSON
+<= 4.2 / >= 4.3             producer snapshot line: ``lastTimestamp: T `` + ``firstSequence``
+                            vs. ``lastTimestamp: T`` + `` firstSequence``
 ==========================  ================================================================
 
 Kafka stops at the first batch it cannot frame; so does this writer (see :func:`dump_lines`).
