@@ -19,7 +19,7 @@ from pathlib import Path
 
 from peer.errors import ClusterError
 from peer.kafka import Kafka, write_log_config
-from peer.process import Managed, spawn, tail_file
+from peer.process import Managed, install_handlers, spawn, tail_file
 
 BROKER = "broker"
 CONTROLLER = "controller"
@@ -185,6 +185,7 @@ class Cluster:
     ) -> None:
         if controllers < 1:
             raise ClusterError(f"a KRaft cluster needs at least one controller, got {controllers}")
+        install_handlers()
         self.kafka = kafka
         self.home = home
         self.name = name

@@ -165,7 +165,7 @@ def spawn(
     Managed
         The running child.
     """
-    _install_handlers()
+    install_handlers()
     out_fh = open(output, "ab") if output is not None else None
     sink: int | IO[bytes] = out_fh if out_fh is not None else subprocess.DEVNULL
     if stdout is not None:
@@ -219,22 +219,30 @@ def live() -> list[Managed]:
         return list(_LIVE.values())
 
 
-_HANDLERS_INSTALLED = False
+_ATEXIT_INSTALLED = False
+_SIGTERM_INSTALLED = False
 
 
-def _install_handlers() -> None:
-    global _HANDLERS_INSTALLED
-    if _HANDLERS_INSTALLED:
+def install_handlers() -> None:
+    """Stop all children at interpreter exit and on SIGTERM.
+
+    The ``atexit`` hook is registered on the first call; the SIGTERM handler on the first call
+    made from the main thread (Python only allows signal handlers there). Called by
+    :func:`spawn` and by :class:`peer.cluster.Cluster`.
+    """
+    global _ATEXIT_INSTALLED, _SIGTERM_INSTALLED
+    if not _ATEXIT_INSTALLED:
+        _ATEXIT_INSTALLED = True
+        atexit.register(stop_all)
+    if _SIGTERM_INSTALLED or threading.current_thread() is not threading.main_thread():
         return
-    _HANDLERS_INSTALLED = True
-    atexit.register(stop_all)
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.getsignal(signal.SIGTERM)
+    _SIGTERM_INSTALLED = True
+    previous = signal.getsignal(signal.SIGTERM)
 
-        def _on_term(signum: int, frame: FrameType | None) -> None:
-            stop_all(5.0)
-            if callable(previous):
-                previous(signum, frame)
-            raise SystemExit(128 + signum)
+    def _on_term(signum: int, frame: FrameType | None) -> None:
+        stop_all(5.0)
+        if callable(previous):
+            previous(signum, frame)
+        raise SystemExit(128 + signum)
 
-        signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGTERM, _on_term)
