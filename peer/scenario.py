@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
+import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +41,8 @@ DEFAULT_SETS: dict[str, tuple[str, ...]] = {
 }
 #: How long a build waits for another process's build to finish.
 LOCK_TIMEOUT_S = 1800.0
+#: Machine-wide (not per cache): two caches must not run two clusters at once either.
+SCENARIO_LOCK = Path(tempfile.gettempdir()) / f"kafka-workbench-peer-{os.getuid()}.lock"
 
 
 def scenario_module(name: str) -> ModuleType:
@@ -228,8 +232,7 @@ def build(
         return target
     kafka = fetch(version)
     # One scenario at a time per machine: a second test run waits, then reuses the bundle.
-    with file_lock(cache_root() / "locks" / "scenario.lock", timeout=LOCK_TIMEOUT_S,
-                   what="another scenario build"):
+    with file_lock(SCENARIO_LOCK, timeout=LOCK_TIMEOUT_S, what="another scenario build"):
         if is_complete(target) and not force:
             log(f"{name}: reusing {target} (built by a concurrent run)")
             return target
