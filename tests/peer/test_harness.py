@@ -1,0 +1,151 @@
+"""The peer's pure-Python parts: configuration, naming, dump flags, locks (no JVM started)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from peer.bundle import BundleWriter, dump_flags
+from peer.cluster import Cluster, cluster_id_for
+from peer.errors import ClusterError, FetchError, PeerError
+from peer.kafka import Kafka, fetch
+from peer.locks import file_lock
+from peer.scenario import DEFAULT_SETS, SCENARIOS, scenario_hash
+from peer.scenarios.quorum import leader_id
+from workbench.errors import WorkbenchError
+
+
+def fake_kafka(tmp_path: Path) -> Kafka:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    return Kafka("4.3.1", lib)
+
+
+def test_errors_derive_from_workbench_error() -> None:
+    assert issubclass(PeerError, WorkbenchError)
+    assert issubclass(ClusterError, PeerError)
+
+
+def test_cluster_id_is_a_valid_uuid_and_fixed() -> None:
+    cid = cluster_id_for("isr")
+    assert cid == cluster_id_for("isr") != cluster_id_for("mm2")
+    assert len(base64.urlsafe_b64decode(cid + "==")) == 16
+
+
+@pytest.mark.parametrize(
+    ("path", "flags"),
+    [
+        ("nodes/1/logs/__cluster_metadata-0/00000000000000000000.log",
+         ["--cluster-metadata-decoder"]),
+        ("nodes/1/logs/__cluster_metadata-0/00000000000000000117-0000000001.checkpoint",
+         ["--cluster-metadata-decoder"]),
+        ("nodes/1/logs/bootstrap.checkpoint", ["--cluster-metadata-decoder"]),
+        ("nodes/4/logs/__consumer_offsets-2/00000000000000000000.log", ["--offsets-decoder"]),
+        ("nodes/2/logs/__remote_log_metadata-0/00000000000000000000.log",
+         ["--remote-log-metadata-decoder"]),
+        ("nodes/4/logs/orders-0/00000000000000000000.log", ["--deep-iteration"]),
+        ("nodes/1/logs/mm2-offset-syncs.target.internal-0/00000000000000000000.log",
+         ["--deep-iteration"]),
+    ],
+)
+def test_dump_flags(path: str, flags: list[str]) -> None:
+    assert dump_flags(path) == flags
+
+
+def test_cluster_configuration(tmp_path: Path) -> None:
+    cluster = Cluster(fake_kafka(tmp_path), tmp_path / "c", "isr", controllers=3, brokers=3,
+                      settings={"min.insync.replicas": "2"})
+    assert [n.id for n in cluster.controllers] == [1, 2, 3]
+    assert [n.id for n in cluster.brokers] == [4, 5, 6]
+    ports = [p for n in cluster.nodes for p in (n.broker_port, n.controller_port, n.jmx_port) if p]
+    assert len(ports) == len(set(ports)) == 12
+    voters = cluster.node(4).settings["controller.quorum.voters"]
+    assert voters.count("@127.0.0.1:") == 3
+    for node in cluster.nodes:
+        assert node.settings["min.insync.replicas"] == "2"
+        assert "127.0.0.1" in node.settings["listeners"]
+        assert node.settings["log.dirs"] == str(node.log_dir)
+    assert cluster.node(1).settings["process.roles"] == "controller"
+    assert cluster.node(4).settings["process.roles"] == "broker"
+    assert cluster.node(4).settings["offsets.topic.replication.factor"] == "3"
+    with pytest.raises(ClusterError):
+        cluster.node(9)
+
+
+def test_combined_cluster(tmp_path: Path) -> None:
+    cluster = Cluster(fake_kafka(tmp_path), tmp_path / "c", "source", controllers=1, brokers=0,
+                      combined=True, first_id=7)
+    (node,) = cluster.nodes
+    assert node.id == 7 and set(node.roles) == {"broker", "controller"}
+    assert node.settings["process.roles"] == "broker,controller"
+    assert cluster.bootstrap == f"127.0.0.1:{node.broker_port}"
+
+
+def test_unpinned_version_is_refused() -> None:
+    with pytest.raises(FetchError, match="not pinned"):
+        fetch("2.8.0")
+
+
+def test_default_sets_and_hashes() -> None:
+    assert DEFAULT_SETS["4.3.1"] == SCENARIOS and SCENARIOS[0] == "isr"
+    assert set(DEFAULT_SETS["3.9.2"]) <= set(SCENARIOS)
+    hashes = {scenario_hash(name) for name in SCENARIOS}
+    assert len(hashes) == len(SCENARIOS)
+
+
+def test_leader_id_parsing() -> None:
+    assert leader_id("ClusterId:              abc\nLeaderId:               3\n") == 3
+    with pytest.raises(ValueError):
+        leader_id("nothing here")
+
+
+def test_manifest_records_events(tmp_path: Path) -> None:
+    writer = BundleWriter(tmp_path / "b", "isr", fake_kafka(tmp_path), "cid")
+    writer.event("broker_hard_stop", node=6)
+    m = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert m["scenario"] == "isr" and m["kafka_version"] == "4.3.1"
+    assert m["events"][0]["event"] == "broker_hard_stop" and m["events"][0]["node"] == 6
+    assert set(m) >= {"nodes", "events", "tools", "dumps", "metrics", "created_ms"}
+
+
+def test_file_lock_times_out_when_held(tmp_path: Path) -> None:
+    lock = tmp_path / "x.lock"
+    with file_lock(lock, timeout=1):
+        import subprocess
+        import sys
+
+        code = (
+            "import sys; from pathlib import Path; from peer.locks import file_lock\n"
+            "try:\n"
+            f"    with file_lock(Path({str(lock)!r}), timeout=1.5): sys.exit(0)\n"
+            "except Exception: sys.exit(3)\n"
+        )
+        done = subprocess.run([sys.executable, "-c", code], timeout=30,
+                              cwd=Path(__file__).resolve().parents[2])
+        assert done.returncode == 3
+
+
+def test_failed_scenario_leaves_no_complete_marker(tmp_path: Path, monkeypatch) -> None:
+    import types
+
+    import peer.scenario as scenario
+    from peer.errors import ScenarioError
+
+    def run(ctx: scenario.ScenarioContext) -> None:
+        ctx.event("about_to_fail")
+        raise ScenarioError("broken on purpose")
+
+    module = types.ModuleType("peer.scenarios.broken")
+    module.run = run  # type: ignore[attr-defined]
+    monkeypatch.setenv("KAFKA_WORKBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(scenario, "scenario_module", lambda name: module)
+    monkeypatch.setattr(scenario, "fetch", lambda version: fake_kafka(tmp_path))
+    monkeypatch.setattr(scenario, "SCENARIO_LOCK", tmp_path / "scenario.lock")
+    target = tmp_path / "bundle"
+    with pytest.raises(ScenarioError, match="broken on purpose"):
+        scenario.build("isr", "4.3.1", out=target)
+    assert (target / "manifest.json").exists()
+    assert not scenario.is_complete(target)
