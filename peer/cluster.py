@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import shutil
+import signal
 import socket
 import time
 from collections.abc import Iterable, Mapping
@@ -385,7 +386,7 @@ class Cluster:
         for group in (brokers, controllers):
             for node in group:
                 if node.alive():
-                    node.process.signal_group(15)  # type: ignore[union-attr]
+                    node.process.signal_group(signal.SIGTERM)  # type: ignore[union-attr]
             for node in group:
                 if node.process is not None:
                     node.process.stop(timeout)
