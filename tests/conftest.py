@@ -42,3 +42,11 @@ def kafka_bundle():
         return build(name, version)
 
     return get
+
+
+@pytest.fixture(scope="session")
+def demo_bundle(tmp_path_factory):
+    """The shipped demo bundle (a real ISR incident captured from Kafka), extracted once."""
+    from workbench.demo import write_demo_bundle
+
+    return write_demo_bundle(tmp_path_factory.mktemp("demo") / "bundle")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.bundle import Bundle
@@ -28,6 +30,9 @@ class Tables:
     metadata : DataFrame
         One row per KRaft metadata record or control record of every node's metadata log
         replica, snapshots and bootstrap checkpoint (columns: ``METADATA_SCHEMA``).
+    metrics : DataFrame
+        Metric exports in long format: node_id, path, metric, mbean, attribute, labels,
+        timestamp, value (columns: ``METRICS_SCHEMA``; JmxTool CSV today).
     batches : DataFrame
         One row per record batch of every log segment and snapshot, headers only
         (columns: ``BATCHES_SCHEMA``).
@@ -38,6 +43,7 @@ class Tables:
     inventory: DataFrame
     metadata: DataFrame
     batches: DataFrame
+    metrics: DataFrame
     problems: DataFrame
 
 
@@ -75,7 +81,7 @@ def load(bundle: Bundle, spark: SparkSession, *, strict: bool = False) -> Tables
     >>> tables = load(open_bundle("bundle/"), spark)                  # doctest: +SKIP
     >>> tables.metadata.groupBy("record_type").count().show()          # doctest: +SKIP
     """
-    from workbench.spark.sources import BATCHES_SCHEMA, METADATA_SCHEMA, PROBLEMS_SCHEMA
+    from workbench.spark.sources import BATCHES_SCHEMA, METADATA_SCHEMA, METRICS_SCHEMA, PROBLEMS_SCHEMA
 
     meta_files = bundle.metadata_files
     strict_opt = "true" if strict else "false"
@@ -99,11 +105,34 @@ def load(bundle: Bundle, spark: SparkSession, *, strict: bool = False) -> Tables
     else:
         batches = spark.createDataFrame([], BATCHES_SCHEMA)
         batch_problems = spark.createDataFrame([], PROBLEMS_SCHEMA)
+    csvs = _metric_files(bundle)
+    if csvs:
+        mreader = spark.read.format("kafka_jmx").option("files", json.dumps(csvs)).option("strict", strict_opt)
+        metrics = mreader.load()
+        metric_problems = mreader.option("emit", "problems").load()
+    else:
+        metrics = spark.createDataFrame([], METRICS_SCHEMA)
+        metric_problems = spark.createDataFrame([], PROBLEMS_SCHEMA)
     discovery = spark.createDataFrame(
         [(-1, p.path, p.position, p.kind, p.detail) for p in bundle.problems], PROBLEMS_SCHEMA
     )
     inventory = spark.createDataFrame(
         [tuple(r.values()) for r in bundle.inventory_rows()], INVENTORY_SCHEMA
     )
-    problems = discovery.unionByName(meta_problems).unionByName(batch_problems)
-    return Tables(inventory=inventory, metadata=metadata, batches=batches, problems=problems)
+    problems = discovery.unionByName(meta_problems).unionByName(batch_problems).unionByName(metric_problems)
+    return Tables(inventory=inventory, metadata=metadata, batches=batches, metrics=metrics, problems=problems)
+
+
+def _metric_files(bundle: Bundle) -> list[dict]:
+    """JmxTool CSV files, with the node each was sampled from (manifest, else a leading number)."""
+    nodes = {m.get("file"): m.get("node") for m in (bundle.manifest or {}).get("metrics", [])}
+    out = []
+    for a in bundle.of_kind("metrics"):
+        if not a.path.endswith(".csv"):
+            continue
+        node = nodes.get(a.path)
+        if node is None:
+            m = re.match(r"^(\d+)[-_.]", Path(a.path).name)
+            node = int(m.group(1)) if m else a.node_id
+        out.append({"path": str(bundle.root / a.path), "node_id": int(node), "kind": "metrics", "base_offset": None})
+    return out

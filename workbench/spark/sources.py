@@ -38,6 +38,26 @@ BATCHES_SCHEMA = (
 SPLIT_BYTES = 128 * 1024 * 1024
 
 
+def column_names(ddl: str) -> tuple[str, ...]:
+    """Column names of a DDL schema string (commas inside ``<...>`` types are not separators).
+
+    Examples
+    --------
+    >>> column_names("a int, m map<string,string>, t timestamp")
+    ('a', 'm', 't')
+    """
+    names, depth, start = [], 0, 0
+    for i, ch in enumerate(ddl + ","):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            names.append(ddl[start:i].split()[0])
+            start = i + 1
+    return tuple(names)
+
+
 class FilePartition(InputPartition):
     """One artifact file to read (picklable: plain values only)."""
 
@@ -154,7 +174,7 @@ class _ArtifactReader(DataSourceReader):
 class MetadataReader(_ArtifactReader):
     """Decodes KRaft metadata log segments, snapshots and bootstrap checkpoints."""
 
-    columns = tuple(c.split()[0] for c in METADATA_SCHEMA.split(", "))
+    columns = column_names(METADATA_SCHEMA)
 
     def _decode(self, partition: FilePartition, log: Any, cols: dict[str, list]) -> Iterator[None]:
         import fsspec
@@ -253,7 +273,7 @@ def split_segment(part: FilePartition, size: int, index_path: str | None, split_
 class BatchesReader(_ArtifactReader):
     """Batch headers of log segments: no record is decoded, so it runs near disk speed."""
 
-    columns = tuple(c.split()[0] for c in BATCHES_SCHEMA.split(", "))
+    columns = column_names(BATCHES_SCHEMA)
 
     def __init__(self, schema: Any, options: dict[str, str]) -> None:
         super().__init__(schema, options)
@@ -336,7 +356,72 @@ class BatchesSource(DataSource):
         return BatchesReader(schema, self.options)
 
 
-SOURCES: tuple[type[DataSource], ...] = (MetadataSource, BatchesSource)
+METRICS_SCHEMA = (
+    "node_id int, path string, metric string, mbean string, attribute string, labels map<string,string>, "
+    "timestamp timestamp, value double"
+)
+
+
+def mbean_labels(mbean: str) -> dict[str, str]:
+    """Key properties of an MBean name (``domain:k=v,...``), with the domain under ``domain``."""
+    domain, _, props = mbean.partition(":")
+    labels = {"domain": domain}
+    for item in props.split(","):
+        key, sep, value = item.partition("=")
+        if sep:
+            labels[key.strip()] = value.strip()
+    return labels
+
+
+class JmxReader(_ArtifactReader):
+    """JmxTool CSV exports in the long ``metrics`` layout (one row per numeric sample value)."""
+
+    columns = column_names(METRICS_SCHEMA)
+
+    def _decode(self, partition: FilePartition, log: Any, cols: dict[str, list]) -> Iterator[None]:
+        import fsspec
+
+        from workbench.formats.jmx import read_jmx_csv
+
+        with fsspec.open(partition.path, "rt", encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        labels_cache: dict[str, list[tuple[str, str]]] = {}
+        for sample in read_jmx_csv(text, partition.path, log):
+            labels = labels_cache.get(sample.mbean)
+            if labels is None:
+                labels = labels_cache[sample.mbean] = list(mbean_labels(sample.mbean).items())
+            cols["node_id"].append(partition.node_id)
+            cols["path"].append(partition.path)
+            cols["metric"].append(dict(labels).get("name") or dict(labels).get("type") or sample.mbean)
+            cols["mbean"].append(sample.mbean)
+            cols["attribute"].append(sample.attribute)
+            cols["labels"].append(labels)
+            cols["timestamp"].append(sample.timestamp_ms * 1000)
+            cols["value"].append(sample.value)
+            yield None
+
+    def _to_arrow(self, pa: Any, cols: dict[str, list]) -> Any:
+        types = {"node_id": pa.int32(), "path": pa.string(), "metric": pa.string(), "mbean": pa.string(),
+                 "attribute": pa.string(), "labels": pa.map_(pa.string(), pa.string()),
+                 "timestamp": pa.timestamp("us", tz="UTC"), "value": pa.float64()}
+        return pa.RecordBatch.from_pydict({c: pa.array(cols[c], types[c]) for c in self.columns})
+
+
+class JmxSource(DataSource):
+    """``spark.read.format("kafka_jmx")``: JmxTool CSV samples as rows of the ``metrics`` table."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka_jmx"
+
+    def schema(self) -> str:
+        return PROBLEMS_SCHEMA if self.options.get("emit") == "problems" else METRICS_SCHEMA
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return JmxReader(schema, self.options)
+
+
+SOURCES: tuple[type[DataSource], ...] = (MetadataSource, BatchesSource, JmxSource)
 
 
 def register_sources(spark: Any) -> None:
