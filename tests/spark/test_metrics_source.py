@@ -34,3 +34,15 @@ def test_jmx_csv_rows_and_problems(spark, tmp_path):
     assertDataFrameEqual(tables.problems.select("node_id", "path", "position", "kind"),
                          spark.createDataFrame([(5, str(path), 3, "unparsed_line")],
                                                "node_id int, path string, position long, kind string"))
+
+
+def test_reported_under_min_isr(spark, tmp_path):
+    from workbench.analysis import isr
+
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "5-isr.csv").write_text(CSV)
+    tables = workbench.load(workbench.open_bundle(tmp_path), spark)
+    want = spark.createDataFrame(
+        [(5, datetime.fromtimestamp(1795290596.161, UTC), 0), (5, datetime.fromtimestamp(1795290597.161, UTC), 2)],
+        "broker int, time timestamp, count int")
+    assertDataFrameEqual(isr.reported_under_min_isr(tables.metrics), want)

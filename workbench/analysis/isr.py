@@ -334,3 +334,22 @@ def partition_summary(states: DataFrame) -> DataFrame:
         F.sum(F.when(F.size("isr") < F.col("_prev"), 1).otherwise(0)).cast("int").alias("isr_shrinks"),
         F.sum(F.when(F.size("isr") > F.col("_prev"), 1).otherwise(0)).cast("int").alias("isr_expands"),
     ).drop("topic_id").orderBy("topic", "partition"))
+
+
+def reported_under_min_isr(metrics: DataFrame) -> DataFrame:
+    """Kafka's own ``UnderMinIsrPartitionCount`` samples from a bundle's metric exports.
+
+    Shown beside :func:`under_min_isr_counts`, it lets a reader check the computed series
+    against what each broker reported (when its JMX or Prometheus export was collected).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``broker int, time timestamp, count int``, one row per sample.
+    """
+    from pyspark.sql import functions as F
+
+    require_columns(metrics, ("node_id", "metric", "attribute", "timestamp", "value"), "reported_under_min_isr")
+    return (metrics.where((F.col("metric") == "UnderMinIsrPartitionCount") & (F.col("attribute") == "Value"))
+            .select(F.col("node_id").cast("int").alias("broker"), F.col("timestamp").alias("time"),
+                    F.col("value").cast("int").alias("count")))
