@@ -15,12 +15,10 @@ import pytest
 
 import workbench
 from workbench.analysis import isr
-from workbench.formats.jmx import read_jmx_csv
 from workbench.formats.tooltext import parse_topics_describe
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
-UNDER_MIN = ("kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount", "Value")
 #: Brokers apply a committed metadata record a little after the controller wrote it, and
 #: JmxTool stamps a sample when its poll starts: samples this close to a change are not compared.
 SKEW_MS = 1500
@@ -45,25 +43,23 @@ def test_bundle_reads_without_problems(analysed):
 
 
 def test_under_min_isr_count_matches_jmx(analysed):
-    path, manifest, _states, counts, _ = analysed
+    _path, manifest, _states, counts, tables = analysed
+    reported = isr.reported_under_min_isr(tables.metrics).toPandas()
+    assert sorted(reported.broker.unique()) == sorted(m["node"] for m in manifest["metrics"])
     compared, nonzero = [], 0
-    for metric in manifest["metrics"]:
-        broker = metric["node"]
+    for broker, samples in reported.groupby("broker"):
         series = counts[counts.broker == broker].sort_values("time")
         times = [ms(t) for t in series.time]
         values = list(series["count"])
-        samples = [s for s in read_jmx_csv((path / metric["file"]).read_text())
-                   if (s.mbean, s.attribute) == UNDER_MIN]
-        assert samples, f"no UnderMinIsrPartitionCount samples for broker {broker}"
-        for s in samples:
-            if not times or s.timestamp_ms < times[0] - SKEW_MS:
+        for t, value in zip(samples.time, samples["count"], strict=True):
+            t_ms = ms(t)
+            if not times or t_ms < times[0] - SKEW_MS:
                 continue  # before the broker led anything (our series starts at its first leadership)
-            i = bisect.bisect_right(times, s.timestamp_ms) - 1
-            near = [t for t in times if abs(t - s.timestamp_ms) <= SKEW_MS]
-            if near or i < 0:
+            i = bisect.bisect_right(times, t_ms) - 1
+            if i < 0 or any(abs(c - t_ms) <= SKEW_MS for c in times):
                 continue
-            compared.append((broker, s.timestamp_ms, int(s.value), int(values[i])))
-            nonzero += s.value > 0
+            compared.append((int(broker), t_ms, int(value), int(values[i])))
+            nonzero += value > 0
     mismatches = [c for c in compared if c[2] != c[3]]
     assert not mismatches, f"(broker, time, JMX, computed) differ: {mismatches}"
     assert len(compared) >= 30 and nonzero >= 5, (len(compared), nonzero)
