@@ -556,3 +556,141 @@ def test_corpus_summary(sources):
                      f"{SECONDS[name]:.1f} s")
     lines.append("  problem kinds: " + ", ".join(f"{k} {v}" for k, v in STATS["kinds"].most_common()))
     print("\n" + "\n".join(lines))
+
+
+# --------------------------------------------------------------------------------------------
+# Kafka's own dump tool on the same damage: `workbench dump --format kafka` must print its text
+
+
+def dump_cases(src: Source) -> list[tuple[str, bytes, bool]]:
+    """Damage on which Kafka 4.3.1's dump tool and our dump writer are expected to agree:
+    (label, bytes, whether Kafka's tool stops with an exception on it)."""
+    r = rng(src, "dump")
+    n = len(src.batches)
+    data = src.data
+    out = []
+    lo, hi = src.bounds[-2]
+    out.append((f"truncated at {lo + (hi - lo) // 2}", data[: lo + (hi - lo) // 2], False))
+    out.append((f"truncated at {lo + 5}", data[: lo + 5], False))
+    for label, value, i, stops in (("0x7fffffff", 0x7FFFFFFF, r.randrange(n), False),
+                                   ("past the end", len(data), r.randrange(n), False),
+                                   ("13", 13, r.randrange(n), True)):
+        d = bytearray(data)
+        struct.pack_into(">i", d, src.bounds[i][0] + 8, value)
+        out.append((f"batch {i}: length {label}", bytes(d), stops))
+    for _ in range(2):
+        i = r.randrange(n)
+        d = bytearray(data)
+        d[src.bounds[i][0] + 17 + r.randrange(4)] ^= 1 << r.randrange(8)
+        out.append((f"batch {i}: CRC field flip", bytes(d), False))
+    out.append(("4096 zero bytes appended", data + bytes(4096), True))
+    return out
+
+
+DUMP_ARGS = {"metadata": (["--cluster-metadata-decoder"], "cluster-metadata"),
+             "offsets": (["--offsets-decoder"], "offsets")}
+
+
+def compare_dumps(runs: dict[tuple[str, ...], list[tuple[str, Path]]]) -> tuple[list[str], int]:
+    """Run ``kafka-dump-log`` once per group (decoder args + files) and diff each file with ours."""
+    import difflib
+
+    from peer.kafka import fetch
+    from workbench.formats.dumptext import DumpOptions, dump_text
+
+    kafka = fetch()
+    failures = []
+    total = 0
+    for group, files in runs.items():
+        args = [a for a in group if a.startswith("--")]
+        decoder = {"--cluster-metadata-decoder": "cluster-metadata", "--offsets-decoder": "offsets"}.get(
+            args[0], "none")
+        result = kafka.run_tool("dump-log", [*args, "--files", ",".join(str(p) for _, p in files)], timeout=180,
+                                check=False, heap="256m")
+        chunks = ("\n" + result.stdout).split("\nDumping ")[1:]
+        theirs = {chunk.split("\n", 1)[0]: "Dumping " + chunk for chunk in chunks}
+        for label, path in files:
+            total += 1
+            ours = dump_text(str(path), DumpOptions(decoder=decoder, deep_iteration=True))
+            kafka_text = theirs.get(str(path))
+            if kafka_text is None:
+                failures.append(f"{label} ({path}): Kafka printed nothing; stderr {result.stderr[-300:]}")
+            elif kafka_text.rstrip("\n") != ours.rstrip("\n"):
+                diff = difflib.unified_diff(kafka_text.splitlines(), ours.splitlines(), "kafka", "ours", n=0,
+                                            lineterm="")
+                failures.append(f"{label} ({path}):\n" + "\n".join(line[:300] for line in list(diff)[:6]))
+    return failures, total
+
+
+def test_kafka_dump_tool_prints_what_we_print_on_damaged_files(sources, tmp_path):
+    """``kafka-dump-log`` on damaged copies of every source prints, file by file, our dump text.
+
+    One run per source: the files on which Kafka's tool runs to the end, then one file on which
+    it stops with an exception (a length below 14 or a zero-filled tail, by turns), last.
+    """
+    runs: dict[tuple[str, ...], list[tuple[str, Path]]] = {}
+    for k, name in enumerate(SOURCES):
+        src = sources[name]
+        args, _ = DUMP_ARGS.get(name, (["--deep-iteration"], "none"))
+        cases = dump_cases(src)
+        stopping = [c for c in cases if c[2]]
+        chosen = [c for c in cases if not c[2]] + [stopping[k % len(stopping)]]
+        files = runs.setdefault((*args, name), [])
+        for i, (label, data, _) in enumerate(chosen):
+            d = tmp_path / f"{name}-{i:02d}"
+            d.mkdir()
+            path = d / src.path.name
+            path.write_bytes(data)
+            files.append((f"{name}: {label}", path))
+    failures, total = compare_dumps(runs)
+    print(f"\nkafka-dump-log vs our dump text: {total} damaged files, {len(runs)} Kafka runs")
+    report(failures, total)
+
+
+@pytest.mark.xfail(strict=False, reason="known divergences of workbench.formats.dumptext_write from Kafka 4.3.1's "
+                   "dump tool on damaged batches (see the test's docstring)")
+def test_kafka_dump_tool_divergences(sources, tmp_path):
+    """Damage on which our dump text is not Kafka's (found by this corpus; reported, not fixed here).
+
+    * a length field that swallows the next batches: Kafka prints the swallowing batch
+      (``isvalid: false``) and its records, then stops with "Incorrect declared batch size"
+      (uncompressed) or carries on after the declared end (compressed); we print no line for it
+      and resume at the next real batch;
+    * magic 7 in a v2 batch: Kafka reads it as v2 (the CRC does not cover the magic byte,
+      ``isvalid: true``) and dumps the rest of the file; our text stops there;
+    * codec id 6 with a valid CRC: Kafka prints the batch line up to ``deleteHorizonMs`` and dies
+      ("Unknown compression type id: 6"); we print ``compresscodec: unknown`` and carry on;
+    * a compressed payload that does not decompress, CRC valid: Kafka prints the batch line and
+      dies ("Failed to decompress record stream"); we carry on.
+    """
+    name = "gzip"
+    src = sources[name]
+    r = rng(src, "divergence")
+    n = len(src.batches)
+    cases = []
+    i = r.randrange(n - 3)
+    d = bytearray(src.data)
+    struct.pack_into(">i", d, src.bounds[i][0] + 8, src.bounds[i + 3][0] - src.bounds[i][0] - 12)
+    cases.append((f"batch {i}: length swallowing three batches", bytes(d)))
+    i = r.randrange(n)
+    d = bytearray(src.data)
+    d[src.bounds[i][0] + 16] = 7
+    cases.append((f"batch {i}: magic 7", bytes(d)))
+    i = r.randrange(n)
+    lo, hi = src.bounds[i]
+    d = bytearray(src.data)
+    d[lo + 22] = (d[lo + 22] & ~7) | 6
+    d[lo:hi] = with_crc(bytearray(d[lo:hi]))
+    cases.append((f"batch {i}: codec 6, CRC recomputed", bytes(d)))
+    d = bytearray(src.data)
+    d[hi - 12] ^= 0x55
+    d[lo:hi] = with_crc(bytearray(d[lo:hi]))
+    cases.append((f"batch {i}: compressed payload byte {hi - 12 - lo} changed, CRC recomputed", bytes(d)))
+    runs: dict[tuple[str, ...], list[tuple[str, Path]]] = {}
+    for j, (label, data) in enumerate(cases):
+        (tmp_path / f"{j}").mkdir()
+        path = tmp_path / f"{j}" / src.path.name
+        path.write_bytes(data)
+        runs[("--deep-iteration", str(path))] = [(f"{name}: {label}", path)]
+    failures, total = compare_dumps(runs)
+    report(failures, total)
