@@ -4,15 +4,21 @@
 its CSV lines into a file. When the node goes away (hard stop, restart) JmxTool exits; the
 sampler starts it again once a second until stopped, and keeps a single header line, so the
 file stays one CSV whose gaps are the times the node could not be read.
+
+The first header fixes the columns. When a restarted JmxTool reports another set (MBeans
+registered later, or gone), its rows are mapped onto the first columns by name: a column it
+lacks is left empty, a column the first header lacked is dropped.
 """
 
 from __future__ import annotations
 
+import csv
 import subprocess
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from peer.errors import PeerError
 from peer.kafka import Kafka
 from peer.process import Managed, spawn
 
@@ -53,7 +59,7 @@ class JmxSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._child: Managed | None = None
-        self._header: str | None = None
+        self._columns: list[str] | None = None
         self.rows = 0
         self.starts = 0
 
@@ -79,22 +85,29 @@ class JmxSampler:
                 self.starts += 1
                 child = spawn(f"jmxtool-{self.out.name}", self.argv(), stdout=subprocess.PIPE)
                 self._child = child
-                assert child.popen.stdout is not None  # for type checkers; Popen made a pipe
-                accept = False
+                stdout = child.popen.stdout
+                if stdout is None:  # cannot happen: spawn was asked for a pipe
+                    raise PeerError("JmxTool started without a stdout pipe")
+                mapping: list[int | None] | None = None
+                width = 0
                 rows_before = self.rows
-                for raw in child.popen.stdout:
+                for raw in stdout:
                     line = raw.decode("utf-8", "replace").rstrip("\n")
                     if line.startswith('"time"'):
-                        if self._header is None:
-                            self._header = line
+                        columns = next(csv.reader([line]))
+                        if self._columns is None:
+                            self._columns = columns
                             sink.write(line + "\n")
-                        # A different column set (lazily registered gauges) is dropped: the
-                        # file keeps the first schema.
-                        accept = line == self._header
+                        mapping = _column_mapping(self._columns, columns)
+                        width = len(columns)
                         continue
-                    if not accept or not line[:1].isdigit():
+                    if mapping is None or not line[:1].isdigit():
                         continue
-                    sink.write(line + "\n")
+                    values = line.split(",")
+                    if len(values) != width:
+                        continue
+                    out = [values[i] if i is not None else "" for i in mapping]
+                    sink.write(",".join(out) + "\n")
                     sink.flush()
                     self.rows += 1
                     if self._stop.is_set():
@@ -110,3 +123,15 @@ class JmxSampler:
             self._child.stop(5.0)
         if self._thread is not None:
             self._thread.join(15.0)
+
+
+def _column_mapping(first: list[str], current: list[str]) -> list[int | None]:
+    """For each column of ``first``, its index in ``current`` (None if absent).
+
+    Examples
+    --------
+    >>> _column_mapping(["time", "a", "b"], ["time", "b", "c"])
+    [0, None, 1]
+    """
+    where = {name: i for i, name in enumerate(current)}
+    return [where.get(name) for name in first]

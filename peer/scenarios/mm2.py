@@ -129,10 +129,13 @@ def run(ctx: ScenarioContext) -> None:
 
     ctx.wait_until(replicated, timeout=90.0, interval=3.0, what="MM2 replicating")
     ctx.event("mm2_replicating")
+    # Sampling starts once the checkpoint connector has registered its MBeans too (JmxTool
+    # resolves the patterns when it starts).
+    ctx.sleep(CAPTURE_EVERY_S)
+    offsets()
     ctx.sample(0, "mm2", f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{jmx_port}/jmxrmi", MM2_MBEANS)
-    for _ in range(2):
-        ctx.sleep(CAPTURE_EVERY_S)
-        offsets()
+    ctx.sleep(CAPTURE_EVERY_S)
+    offsets()
 
     mm2.stop(30.0)
     ctx.event("mm2_stop", run=1, signal="SIGTERM")

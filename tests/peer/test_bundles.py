@@ -203,3 +203,8 @@ def test_mm2_offset_syncs_and_outage(scenario_bundle) -> None:
     assert events.count("mm2_stop") == 2 and events.count("mm2_start") == 2
     offsets = [t for t in m["tools"] if t["tool"] == "kafka-get-offsets"]
     assert len(offsets) >= 6
+    # The sampler follows MM2 across its restart: samples exist after the second start.
+    restart = next(e["t_ms"] for e in m["events"] if e["event"] == "mm2_start" and e["run"] == 2)
+    rows = list(csv.DictReader((bundle / "metrics" / "0-mm2.csv").open(encoding="utf-8")))
+    assert any(int(r["time"]) > restart + 10000 for r in rows)
+    assert any("MirrorCheckpointConnector" in column for column in rows[0])
