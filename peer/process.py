@@ -5,6 +5,11 @@ process group whose id is its pid); :meth:`Managed.stop` sends SIGTERM to the wh
 waits a bounded time and then sends SIGKILL. An ``atexit`` hook and a SIGTERM handler stop
 whatever is still running when the Python process ends.
 
+Where util-linux ``setpriv`` exists, each child also gets a parent-death signal (SIGKILL), so
+even a harness that is itself SIGKILLed leaves no JVM behind. (The "parent" is the thread
+that started the child; the peer starts long-lived children only from threads that outlive
+them.)
+
 When the environment variable ``KAFKA_PEER_PID_FILE`` names a file, the pid of every spawned
 group is appended to it, one a line; tests use it to prove that no JVM survived.
 """
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -25,6 +31,7 @@ from typing import IO
 from peer.errors import PeerError
 
 PID_FILE_ENV = "KAFKA_PEER_PID_FILE"
+_SETPRIV = shutil.which("setpriv")
 
 _LIVE: dict[int, Managed] = {}
 _LOCK = threading.Lock()
@@ -166,6 +173,10 @@ def spawn(
         The running child.
     """
     install_handlers()
+    if _SETPRIV is not None:
+        # The child is SIGKILLed by the kernel if this process dies without cleaning up
+        # (SIGKILL, OOM killer): prctl(PR_SET_PDEATHSIG) survives the exec into java.
+        argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
     out_fh = open(output, "ab") if output is not None else None
     sink: int | IO[bytes] = out_fh if out_fh is not None else subprocess.DEVNULL
     if stdout is not None:

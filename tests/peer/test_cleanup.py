@@ -2,12 +2,14 @@
 
 A child pytest run starts a real cluster through the ``kafka_cluster`` fixture and fails on
 purpose; every process group it spawned is recorded through ``KAFKA_PEER_PID_FILE``. After it
-exits, none of those groups may have a live process.
+exits, none of those groups may have a live process. The same holds for a harness that is
+terminated (SIGTERM handler) or killed outright (parent-death signal) while a node runs.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -107,7 +109,10 @@ def test_failing_test_leaves_no_jvm(kafka_dist, tmp_path: Path) -> None:
     assert [g for g in groups if group_alive(g)] == []
 
 
-def test_terminated_runner_leaves_no_jvm(kafka_dist, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_killed_runner_leaves_no_jvm(kafka_dist, tmp_path: Path, sig: signal.Signals) -> None:
+    if sig == signal.SIGKILL and shutil.which("setpriv") is None:
+        pytest.skip("no setpriv: a SIGKILLed harness cannot take its children along")
     kafka_dist()
     script = tmp_path / "orphan.py"
     script.write_text(HANGING_SCRIPT, encoding="utf-8")
@@ -120,8 +125,12 @@ def test_terminated_runner_leaves_no_jvm(kafka_dist, tmp_path: Path) -> None:
             assert runner.poll() is None, "runner died before the cluster was ready"
             assert time.monotonic() < deadline, "cluster not ready in 180 s"
             time.sleep(0.5)
-        runner.send_signal(signal.SIGTERM)
+        runner.send_signal(sig)
         runner.wait(60)
+        deadline = time.monotonic() + 30
+        groups = recorded_groups(tmp_path / "pids.txt")
+        while any(group_alive(g) for g in groups) and time.monotonic() < deadline:
+            time.sleep(0.5)
     finally:
         if runner.poll() is None:
             os.killpg(runner.pid, signal.SIGKILL)
