@@ -283,6 +283,34 @@ class Kafka:
             )
         return result
 
+    def dump_log(
+        self, files: Sequence[Path | str], flags: Sequence[str] = ("--deep-iteration",),
+        *, timeout: float = 120.0, check: bool = True,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``kafka-dump-log`` on ``files`` (e.g. segments written by the workbench encoder).
+
+        Parameters
+        ----------
+        files
+            Segment, snapshot or index files; the base offset is read from each file name.
+        flags
+            Tool flags, e.g. ``["--cluster-metadata-decoder"]``.
+        timeout, check
+            As for :meth:`run_tool`.
+
+        Returns
+        -------
+        subprocess.CompletedProcess
+            The tool's stdout (``Dumping <file>`` blocks) and stderr.
+
+        Examples
+        --------
+        >>> fetch().dump_log(["/tmp/orders-0/00000000000000000000.log"]).stdout  # doctest: +SKIP
+        'Dumping /tmp/orders-0/00000000000000000000.log\nLog starting offset: 0\n...'
+        """
+        args = [*flags, "--files", ",".join(str(f) for f in files)]
+        return self.run_tool("dump-log", args, timeout=timeout, check=check, heap="256m")
+
 
 def write_log_config(directory: Path, mode: str, log_file: Path | None = None) -> Path:
     """Write log4j 1 (reload4j) and log4j2 configurations for a Kafka JVM.

@@ -12,6 +12,10 @@ kafka_dist
 kafka_cluster
     Function-scoped factory ``kafka_cluster(name, **Cluster kwargs) -> Cluster`` (formatted
     and started); every cluster it made is stopped at teardown, also when the test failed.
+kafka_dump_log
+    Session-scoped factory ``kafka_dump_log(files, flags=("--deep-iteration",),
+    version=DEFAULT_VERSION) -> CompletedProcess``: Kafka's own dump tool, to check that files
+    written by the workbench's encoder are accepted by Kafka.
 scenario_bundle
     Session-scoped factory ``scenario_bundle(name, version=DEFAULT_VERSION) -> Path``: the
     cached bundle, built first if needed.
@@ -24,7 +28,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterator
+import subprocess
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +90,20 @@ def kafka_cluster(
         for cluster in made:
             cluster.__exit__(None, None, None)
         stop_all(10.0)
+
+
+@pytest.fixture(scope="session")
+def kafka_dump_log(kafka_dist: Callable[..., Kafka]) -> Callable[..., Any]:
+    """Factory running kafka-dump-log on files (see the module docstring)."""
+
+    def dump(
+        files: Sequence[Path | str],
+        flags: Sequence[str] = ("--deep-iteration",),
+        version: str = DEFAULT_VERSION,
+    ) -> subprocess.CompletedProcess[str]:
+        return kafka_dist(version).dump_log(files, flags)
+
+    return dump
 
 
 @pytest.fixture(scope="session")

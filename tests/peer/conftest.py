@@ -10,6 +10,7 @@ from __future__ import annotations
 from peer.pytest_plugin import (  # noqa: F401  (fixtures are found by name)
     kafka_cluster,
     kafka_dist,
+    kafka_dump_log,
     pytest_configure,
     scenario_bundle,
 )

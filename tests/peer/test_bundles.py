@@ -208,3 +208,14 @@ def test_mm2_offset_syncs_and_outage(scenario_bundle) -> None:
     rows = list(csv.DictReader((bundle / "metrics" / "0-mm2.csv").open(encoding="utf-8")))
     assert any(int(r["time"]) > restart + 10000 for r in rows)
     assert any("MirrorCheckpointConnector" in column for column in rows[0])
+
+
+def test_dump_log_fixture_accepts_a_segment(kafka_dump_log, scenario_bundle, tmp_path) -> None:
+    bundle = scenario_bundle("isr")
+    segment = bundle / "nodes" / "4" / "logs" / "orders-0" / "00000000000000000000.log"
+    copy = tmp_path / "orders-0" / segment.name
+    copy.parent.mkdir()
+    copy.write_bytes(segment.read_bytes())
+    done = kafka_dump_log([copy])
+    assert done.stdout.startswith(f"Dumping {copy}\n")
+    assert "baseOffset: 0 " in done.stdout
