@@ -40,7 +40,7 @@ import struct
 import time
 import traceback
 import zlib
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,7 +62,7 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 SOURCES = ("metadata", *CODECS, "offsets")
 DAMAGES = ("truncation", "bit_flip", "zero_fill", "length", "magic", "codec", "record_version")
 STATS: dict[str, Counter] = {"cases": Counter(), "problems": Counter(), "kinds": Counter()}
-SECONDS: Counter = Counter()
+SECONDS: defaultdict[str, float] = defaultdict(float)
 
 Key = tuple[int, int, int, int]  # position, base offset, last offset, crc
 
@@ -102,11 +102,11 @@ def decode_records(b: Batch, kind: str, log: ProblemLog) -> None:
             else:
                 dump_payload(md)
         elif kind == "offsets":
-            c = decode_offsets_record(r.key, r.value)
-            if c.error:
-                log.report(b.position, "decode_error", f"offsets record at offset {r.offset}: {c.error}")
+            o = decode_offsets_record(r.key, r.value)
+            if o.error:
+                log.report(b.position, "decode_error", f"offsets record at offset {r.offset}: {o.error}")
             else:
-                offsets_dump_payload(c)
+                offsets_dump_payload(o)
 
 
 def key(b: Batch) -> Key:

@@ -119,7 +119,7 @@ def metadata_fields(kafka_lib: str) -> list[tuple[str, int, dict]]:
 def build_metadata_segment(records: list[tuple[str, int, dict]]) -> tuple[bytes, list[Cell]]:
     from workbench.formats.metadata import encode_metadata_record
 
-    controls = [
+    controls: list[tuple[str, dict]] = [
         ("LEADER_CHANGE", {"leaderId": 1, "voters": [{"voterId": 1}, {"voterId": 2}],
                            "grantingVoters": [{"voterId": 1}]}),
         ("KRAFT_VERSION", {"kRaftVersion": 1}),

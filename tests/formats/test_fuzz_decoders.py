@@ -29,8 +29,9 @@ import io
 import os
 import struct
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import crc32c
 from hypothesis import HealthCheck, given, settings
@@ -137,43 +138,51 @@ def encoded_segments() -> list[bytes]:
     return out
 
 
-def defaults_or_none(fn: Callable[[], object]) -> object | None:
-    try:
-        return fn()
-    except Exception:  # noqa: BLE001 - a schema whose defaults do not encode is just not a seed
-        return None
+Pair = tuple[bytes | None, bytes | None]
 
 
-SEGMENT_SEEDS = [head_batches(p) for p in bundle_files("nodes/*/logs/*/*.log", limit=40)]
+def encodable(make: Callable[[Any], Any], args: Iterable[Any]) -> list[Any]:
+    """``make(a)`` for every ``a`` whose defaults encode (the others are just not seeds)."""
+    out = []
+    for a in args:
+        try:
+            out.append(make(a))
+        except Exception:  # noqa: BLE001
+            continue
+    return out
+
+
+def versions(schema: Any) -> range:
+    return range(schema.valid_versions[0], schema.valid_versions[1] + 1)
+
+
+SEGMENT_SEEDS: list[bytes] = [head_batches(p) for p in bundle_files("nodes/*/logs/*/*.log", limit=40)]
 SEGMENT_SEEDS = [s for s in SEGMENT_SEEDS if s][:12] + encoded_segments()
 
 _META = real_records("nodes/*/logs/__cluster_metadata-0/*.log")
-METADATA_SEEDS = [v for c, _, v in _META if not c and v] + [
-    s for s in (defaults_or_none(lambda k=k, v=v: encode_metadata_record(k, v, {}))
-                for k, sc in METADATA_SCHEMAS.items()
-                for v in range(sc.valid_versions[0], sc.valid_versions[1] + 1)) if s]
+METADATA_SEEDS: list[bytes] = [v for c, _, v in _META if not c and v] + encodable(
+    lambda kv: encode_metadata_record(kv[0], kv[1], {}),
+    [(k, v) for k, sc in METADATA_SCHEMAS.items() for v in versions(sc)])
 _MARKER = {"coordinatorEpoch": 1}
-CONTROL_SEEDS = [(k, v) for c, k, v in _META if c] + [
-    s for s in (defaults_or_none(lambda t=t: encode_control_record(t, _MARKER if t in ("ABORT", "COMMIT") else {}))
-                for t in CONTROL_TYPES.values()) if s]
+CONTROL_SEEDS: list[Pair] = [(k, v) for c, k, v in _META if c] + encodable(
+    lambda t: encode_control_record(t, _MARKER if t in ("ABORT", "COMMIT") else {}), CONTROL_TYPES.values())
 _OFFSETS = real_records("nodes/*/logs/__consumer_offsets-*/*.log")
-OFFSETS_SEEDS = [(k, v) for c, k, v in _OFFSETS if not c and k] + [
-    s for s in (defaults_or_none(lambda rt=rt, v=v: coordinator.encode_offsets_record(rt.record_type, {}, {}, v))
-                for rt in coordinator.OFFSETS_RECORD_TYPES.values()
-                for v in range(rt.value.valid_versions[0], rt.value.valid_versions[1] + 1)) if s]
-TXN_SEEDS = [s for s in (defaults_or_none(lambda v=v: coordinator.encode_transaction_record({}, {}, v))
-                         for v in range(0, 2)) if s]
-SHARE_SEEDS = [s for s in (defaults_or_none(lambda rt=rt: coordinator.encode_share_state_record(rt.record_type, {}, {}))
-                           for rt in coordinator.SHARE_STATE_RECORD_TYPES.values()) if s]
-REMOTE_SEEDS = [v for c, _, v in real_records("nodes/*/logs/__remote_log_metadata-*/*.log") if not c and v] + [
-    s for s in (defaults_or_none(lambda k=k, v=v: encode_remote_log_metadata(k, v, {}))
-                for k, sc in REMOTE_SCHEMAS.items()
-                for v in range(sc.valid_versions[0], sc.valid_versions[1] + 1)) if s]
-MIRROR_SEEDS = [mirror.encode_offset_sync("orders", 3, 1500, 1498), mirror.encode_checkpoint("g1", "A.orders", 0, 100,
-                                                                                             97, "meta"),
-                mirror.encode_heartbeat("A", "B", 1718000000000),
-                mirror.encode_connect_offset("MirrorSourceConnector", {"cluster": "A", "partition": 0,
-                                                                       "topic": "orders"}, 7)]
+OFFSETS_SEEDS: list[Pair] = [(k, v) for c, k, v in _OFFSETS if not c and k] + encodable(
+    lambda tv: coordinator.encode_offsets_record(tv[0], {}, {}, tv[1]),
+    [(rt.record_type, v) for rt in coordinator.OFFSETS_RECORD_TYPES.values() for v in versions(rt.value)])
+TXN_SEEDS: list[Pair] = encodable(lambda v: coordinator.encode_transaction_record({}, {}, v), range(2))
+SHARE_SEEDS: list[Pair] = encodable(lambda t: coordinator.encode_share_state_record(t, {}, {}),
+                                    [rt.record_type for rt in coordinator.SHARE_STATE_RECORD_TYPES.values()])
+REMOTE_SEEDS: list[bytes] = [v for c, _, v in real_records("nodes/*/logs/__remote_log_metadata-*/*.log")
+                             if not c and v] + encodable(
+    lambda kv: encode_remote_log_metadata(kv[0], kv[1], {}),
+    [(k, v) for k, sc in REMOTE_SCHEMAS.items() for v in versions(sc)])
+MIRROR_SEEDS: list[Pair] = [
+    mirror.encode_offset_sync("orders", 3, 1500, 1498),
+    mirror.encode_checkpoint("g1", "A.orders", 0, 100, 97, "meta"),
+    mirror.encode_heartbeat("A", "B", 1718000000000),
+    mirror.encode_connect_offset("MirrorSourceConnector", {"cluster": "A", "partition": 0, "topic": "orders"}, 7),
+]
 INDEX_SEEDS = {
     kind: [p.read_bytes()[:4096] for p in bundle_files(f"nodes/*/logs/*/*.{kind}", limit=4)]
     for kind in ("index", "timeindex", "snapshot", "txnindex")
@@ -240,7 +249,7 @@ def mutated(seeds: list[bytes], raw_size: int = 300) -> st.SearchStrategy[bytes]
     )
 
 
-def mutated_pair(seeds: list[tuple[bytes | None, bytes | None]]) -> st.SearchStrategy:
+def mutated_pair(seeds: Sequence[Pair]) -> st.SearchStrategy:
     """(key, value) with either side mutated, nulled or random."""
     def side(value: bytes | None, ops: list, how: int) -> bytes | None:
         if how == 0 or value is None:
@@ -293,7 +302,7 @@ def test_fuzz_read_batches_and_records(data):
 
 def v2_batches(seeds: list[bytes]) -> list[Batch]:
     """Every v2 batch in the segment seeds (real Kafka batches first)."""
-    out = []
+    out: list[Batch] = []
     for seed in seeds:
         out.extend(b for b in read_batches(io.BytesIO(seed)) if b.magic == 2 and b.crc_valid)
     return out
