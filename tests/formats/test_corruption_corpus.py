@@ -595,9 +595,13 @@ def compare_dumps(runs: dict[tuple[str, ...], list[tuple[str, Path]]]) -> tuple[
     """Run ``kafka-dump-log`` once per group (decoder args + files) and diff each file with ours."""
     import difflib
 
-    from peer.kafka import fetch
+    from peer.kafka import DEFAULT_VERSION, STAMP, fetch, lib_dir
+    from peer.pytest_plugin import kafka_unavailable
     from workbench.formats.dumptext import DumpOptions, dump_text
 
+    reason = kafka_unavailable()
+    if reason and not (lib_dir(DEFAULT_VERSION) / STAMP).exists():
+        pytest.skip(f"Kafka {DEFAULT_VERSION} jars not fetched and cannot be: {reason}")
     kafka = fetch()
     failures = []
     total = 0
