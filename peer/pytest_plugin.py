@@ -36,6 +36,7 @@ from typing import Any
 import pytest
 
 from peer.cluster import Cluster
+from peer.errors import ScenarioError
 from peer.kafka import DEFAULT_VERSION, Kafka, fetch
 from peer.process import stop_all
 from peer.scenario import build
@@ -112,6 +113,10 @@ def scenario_bundle(kafka_dist: Callable[..., Kafka]) -> Callable[..., Path]:
 
     def get(name: str, version: str = DEFAULT_VERSION) -> Path:
         kafka_dist(version)
-        return build(name, version)
+        try:
+            return build(name, version)
+        except ScenarioError:
+            # Real clusters on a busy 2-core machine can miss a timing bound once.
+            return build(name, version)
 
     return get
