@@ -10,7 +10,7 @@ Timeline (about 70 s of Kafka time after start-up):
    ``orders`` (3 partitions, RF 3) and ``payments`` (2 partitions, RF 3, topic override
    ``min.insync.replicas=3``); 2000 + 600 records produced with ``acks=all``.
 2. broker 6 hard-stopped (SIGKILL) -> its replicas leave the ISR (``replica.lag.time.max.ms``
-   3000, broker session timeout 6000); ``payments`` is under min ISR.
+   3000, broker session timeout 6000); ``payments`` is under min ISR (polled, then captured).
 3. more records to ``orders``; broker 5 hard-stopped -> ``orders`` under min ISR too.
 4. brokers 5 and 6 restarted -> ISR expands back to 3.
 
@@ -48,6 +48,19 @@ def describe(ctx: ScenarioContext, bootstrap: str, label: str) -> None:
     ctx.tool("topics", base)
     ctx.tool("topics", [*base, "--under-replicated-partitions"])
     ctx.tool("topics", [*base, "--under-min-isr-partitions"])
+
+
+def wait_listed(ctx: ScenarioContext, bootstrap: str, flag: str, needle: str) -> float:
+    """Poll ``kafka-topics --describe <flag>`` (not captured) until ``needle`` shows up.
+
+    Returns the seconds waited; a busy machine may need longer than the nominal timeouts.
+    """
+    args = ["--bootstrap-server", bootstrap, "--describe", "--exclude-internal", flag]
+
+    def listed() -> bool:
+        return needle in ctx.kafka.run_tool("topics", args, check=False).stdout
+
+    return round(ctx.wait_until(listed, timeout=45.0, interval=1.0, what=f"{needle} {flag}"), 1)
 
 
 def produce(ctx: ScenarioContext, bootstrap: str, topic: str, records: int, rate: int) -> None:
@@ -95,13 +108,19 @@ def run(ctx: ScenarioContext) -> None:
     first, second = cluster.node(6), cluster.node(5)
     cluster.kill(first)
     ctx.event("broker_hard_stop", node=first.id, signal="SIGKILL")
-    ctx.sleep(9)
+    ctx.sleep(4)
+    shown = wait_listed(ctx, bs, "--under-min-isr-partitions", "Topic: payments")
+    ctx.event("observed", what="payments under min ISR", waited_s=shown)
+    ctx.sleep(2)
     describe(ctx, bs, f"after broker {first.id} stopped")
 
     produce(ctx, bs, "orders", 500, 500)
     cluster.kill(second)
     ctx.event("broker_hard_stop", node=second.id, signal="SIGKILL")
-    ctx.sleep(9)
+    ctx.sleep(4)
+    shown = wait_listed(ctx, bs, "--under-min-isr-partitions", "Topic: orders")
+    ctx.event("observed", what="orders under min ISR", waited_s=shown)
+    ctx.sleep(2)
     describe(ctx, bs, f"after broker {second.id} stopped")
     ctx.tool("metadata-quorum", ["--bootstrap-server", bs, "describe", "--replication"])
 
