@@ -312,7 +312,7 @@ class Kafka:
         return self.run_tool("dump-log", args, timeout=timeout, check=check, heap="256m")
 
 
-def write_log_config(directory: Path, mode: str, log_file: Path | None = None) -> Path:
+def write_log_config(directory: Path, mode: str) -> Path:
     """Write log4j 1 (reload4j) and log4j2 configurations for a Kafka JVM.
 
     Parameters
@@ -321,8 +321,6 @@ def write_log_config(directory: Path, mode: str, log_file: Path | None = None) -
         Where ``log4j.properties`` and ``log4j2.yaml`` go.
     mode
         ``"server"``: INFO to stdout (the node's output file); ``"tool"``: WARN to stderr.
-    log_file
-        Unused; kept for symmetry with Kafka's scripts (output is redirected by the caller).
 
     Returns
     -------
