@@ -13,6 +13,7 @@ import io
 import json
 import os
 import re
+import struct
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from workbench.errors import ConfigError, CorruptDataError
 from workbench.formats.batch import Batch, encode_batch, read_batches
 from workbench.formats.dumptext import (
+    TOOL_FAILURE,
     DumpOptions,
     KafkaEra,
     dump_lines,
@@ -178,7 +180,7 @@ def test_fixture_text_is_byte_identical(segment, version, slug):
     got = dump_text(FIXTURES / segment, FLAG_SETS[slug], kafka_version=version, shown_path=segment, problems=log)
     assert got == want, _first_difference(want, got)
     if segment.startswith("damaged"):
-        assert [p.kind for p in log.problems] == ["crc_mismatch", "truncated", "stopped"]
+        assert [p.kind for p in log.problems] == ["crc_mismatch", "stopped"]
     else:
         assert log.problems == []
 
@@ -453,7 +455,7 @@ def test_where_kafka_stops(tmp_path):
     log = ProblemLog()
     lines = list(dump_lines(bad, problems=log))
     assert lines[-1].startswith("| offset: 0 ")
-    assert log.problems[-1].kind == "stopped" and "CorruptRecordException" in log.problems[-1].detail
+    assert log.problems[-1].kind == "tool_failure" and "CorruptRecordException" in log.problems[-1].detail
     # 17 bytes or fewer left: reported as invalid bytes
     short = _segment(tmp_path, "b-0", good + b"\x01" * 17)
     assert list(dump_lines(short))[-1] == "Found 17 invalid bytes at the end of 00000000000000000000.log"
@@ -914,3 +916,75 @@ def test_workbench_dump_format_kafka_matches_the_tool(monkeypatch):
     )
     assert status == 0
     assert out.getvalue() == want, _first_difference(want, out.getvalue())
+
+
+# ---------------------------------------------------------------------------------------------
+# where Kafka's tool itself fails or reads damage its own way (checked against Kafka 4.3.1 by
+# tests/formats/test_corruption_corpus.py on Kafka-written segments)
+
+
+def _with_crc(batch: bytearray) -> bytes:
+    from crc32c import crc32c
+
+    struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
+    return bytes(batch)
+
+
+def _batches(n: int, compression: str = "none") -> list[bytes]:
+    return [
+        encode_batch([(i, 1000 + i, b"k%d" % i, b"v%d" % i)], base_offset=i, compression=compression) for i in range(n)
+    ]
+
+
+def test_kafka_damage_semantics(tmp_path):
+    # a length that swallows the next batches, gzip: Kafka ignores what follows the gzip stream
+    b = _batches(5, "gzip")
+    first = bytearray(b[1])
+    struct.pack_into(">i", first, 8, len(b[1]) + len(b[2]) + len(b[3]) - 12)
+    seg = _segment(tmp_path, "g-0", b[0] + bytes(first) + b[2] + b[3] + b[4])
+    log = ProblemLog()
+    lines = list(dump_lines(seg, problems=log))
+    assert [re.search(r"ffset: (\d+)", line)[1] for line in lines[2:]] == ["0", "0", "1", "1", "4", "4"]
+    assert "isvalid: false" in lines[4] and TOOL_FAILURE not in {p.kind for p in log.problems}
+    # the same, uncompressed: "Incorrect declared batch size" while reading the last record
+    b = _batches(4)
+    merged = bytearray(encode_batch([(1, 5, b"a", b"1"), (2, 6, b"b", b"2")], base_offset=1))
+    struct.pack_into(">i", merged, 8, len(merged) + len(b[3]) - 12)
+    seg = _segment(tmp_path, "u-0", b[0] + bytes(merged) + b[3])
+    log = ProblemLog()
+    lines = list(dump_lines(seg, problems=log))
+    assert [re.search(r"ffset: (\d+)", line)[1] for line in lines[2:]] == ["0", "0", "1", "1"]
+    assert log.problems[-1].kind == TOOL_FAILURE
+    # magic 7: read as a v2 batch (the CRC does not cover the magic byte)
+    b = _batches(3)
+    odd = bytearray(b[1])
+    odd[16] = 7
+    seg = _segment(tmp_path, "m-0", b[0] + bytes(odd) + b[2])
+    lines = list(dump_lines(seg))
+    assert " magic: 7 " in lines[4] and lines[4].endswith("isvalid: true") and len(lines) == 8
+    # codec id 6: the batch line breaks off at compresscodec, no line break, nothing more
+    bad = bytearray(b[1])
+    bad[22] = (bad[22] & ~7) | 6
+    seg = _segment(tmp_path, "c-0", b[0] + _with_crc(bad) + b[2])
+    log = ProblemLog()
+    text = dump_text(seg, problems=log)
+    assert text.endswith("isControl: false deleteHorizonMs: OptionalLong.empty")
+    assert log.problems[-1].kind == TOOL_FAILURE
+    # a compressed stream that does not decompress: the batch line, then the tool fails
+    z = _batches(3, "zstd")
+    broken = bytearray(z[1])
+    broken[61:65] = b"\x00\x00\x00\x00"
+    seg = _segment(tmp_path, "z-0", z[0] + _with_crc(broken) + z[2])
+    log = ProblemLog()
+    lines = list(dump_lines(seg, problems=log))
+    assert lines[-1].startswith("baseOffset: 1 ") and log.problems[-1].kind == TOOL_FAILURE
+    # a multi-file run ends where the tool fails
+    good = _segment(tmp_path, "ok-0", b[0])
+    out = io.StringIO()
+    assert (
+        write_kafka_dump(
+            [str(seg), str(good)], out=out, kafka_version=None, decoder="none", payloads=False, strict=False
+        )
+        == 1
+    )
+    assert f"Dumping {good}" not in out.getvalue()

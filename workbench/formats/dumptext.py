@@ -24,8 +24,10 @@ from workbench.formats.dumptext_parse import parse_kafka_dump
 from workbench.formats.dumptext_write import (
     DECODERS,
     DEFAULT_KAFKA_VERSION,
+    TOOL_FAILURE,
     DumpOptions,
     KafkaEra,
+    Unterminated,
     dump_lines,
     dump_text,
     java_file_path,
@@ -36,8 +38,10 @@ from workbench.formats.dumptext_write import (
 __all__ = [
     "DECODERS",
     "DEFAULT_KAFKA_VERSION",
+    "TOOL_FAILURE",
     "DumpOptions",
     "KafkaEra",
+    "Unterminated",
     "dump_lines",
     "dump_text",
     "java_file_path",

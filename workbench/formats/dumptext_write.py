@@ -46,13 +46,16 @@ Examples
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import struct
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TextIO
+from typing import BinaryIO, TextIO
+
+from crc32c import crc32c as _crc32c
 
 from workbench.errors import ConfigError
 from workbench.formats.batch import Batch, Record, read_batches
@@ -65,6 +68,8 @@ __all__ = [
     "DECODERS",
     "DumpOptions",
     "KafkaEra",
+    "TOOL_FAILURE",
+    "Unterminated",
     "dump_lines",
     "dump_text",
     "java_file_path",
@@ -747,21 +752,172 @@ def _record_line_21(
     return text
 
 
-def _stop_reason(f: object, pos: int, size: int) -> tuple[int | None, str]:
-    """Where Kafka's file reader stops at byte ``pos``: (trailing bytes it reports or None, why)."""
+TOOL_FAILURE = "tool_failure"
+"""Problem kind: Kafka's dump tool itself fails at this point (its output ends, and a
+multi-file run dumps no further file)."""
+
+_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
+_BYTE_AT = re.compile(r"byte (\d+)")
+
+
+class Unterminated(str):
+    """The last output of a tool that failed mid-line (no line break follows it)."""
+
+
+def _next_frame(
+    f: BinaryIO, path: str | os.PathLike[str], pos: int, size: int, log: ProblemLog
+) -> tuple[Batch, int] | tuple[int | None, str]:
+    """The batch Kafka's ``FileLogInputStream`` frames at ``pos`` (and its magic), or where it
+    stops: ``(trailing bytes it reports, why)``, with ``None`` when the tool fails there.
+
+    Kafka frames by the declared length alone: a bad CRC, an inner batch or a magic above 2
+    do not stop it (magic >= 2 is read as a v2 batch).
+    """
     if pos + _HEADER_SIZE_UP_TO_MAGIC >= size:
         return size - pos, "fewer than 18 bytes left"
-    f.seek(pos)  # type: ignore[attr-defined]
-    header = f.read(12)  # type: ignore[attr-defined]
-    _, length = _LOG_HDR.unpack(header)
+    f.seek(pos)
+    head = f.read(_HEADER_SIZE_UP_TO_MAGIC)
+    _, length = _LOG_HDR.unpack_from(head, 0)
     if length < _RECORD_OVERHEAD_V0:
         return None, (
-            f"record size {length} is smaller than the minimum record overhead (14); "
-            "Kafka's tool fails here (CorruptRecordException)"
+            f"record size {length} is smaller than the minimum record overhead (14) (Kafka: CorruptRecordException)"
         )
     if pos + 12 + length > size:
         return size - pos, "the batch runs past the end of the file"
-    return None, "a batch Kafka would read but this reader could not; output stops here"
+    magic = struct.unpack_from(">b", head, 16)[0]
+    f.seek(pos)
+    data = f.read(12 + length)
+    if magic >= 2:
+        if length < 49:
+            return None, f"a batch of magic {magic} with {length} bytes, fewer than its 49-byte header"
+        (base, _, ple, _, stored, attrs, lod, base_ts, max_ts, pid, pep, bseq, count) = _V2_HEADER.unpack_from(data)
+        codec = attrs & 7
+        batch = Batch(
+            str(path),
+            pos,
+            base,
+            base + lod,
+            12 + length,
+            ple,
+            2,
+            stored,
+            _crc32c(memoryview(data)[21:]) == stored,
+            attrs,
+            CODEC_NAMES[codec] if codec < 5 else "unknown",
+            ("CreateTime", "LogAppendTime")[(attrs >> 3) & 1],
+            bool(attrs & 0x10),
+            bool(attrs & 0x20),
+            bool(attrs & 0x40),
+            base_ts,
+            max_ts,
+            pid,
+            pep,
+            bseq,
+            count,
+            data,
+        )
+        return batch, magic
+    if magic < 0:
+        return None, f"magic {magic} (a negative magic byte is not dumped here)"
+    quiet = ProblemLog(str(path))
+    for batch in read_batches(io.BytesIO(data), str(path), problems=quiet):
+        if batch.position == 0 and batch.size == len(data):
+            batch.position = pos
+            return batch, magic
+        break
+    return None, f"a magic {magic} entry this reader cannot frame"
+
+
+def _java_gzip(payload: bytes) -> bytes | None:
+    """Decompress like ``java.util.zip.GZIPInputStream``: members follow each other while the
+    next bytes start a gzip header; anything else after a member is ignored."""
+    out = []
+    data = payload
+    while True:
+        d = zlib.decompressobj(31)
+        try:
+            out.append(d.decompress(data))
+            out.append(d.flush())
+        except zlib.error:
+            return None
+        if not d.eof:
+            return None
+        data = d.unused_data
+        if data[:3] != b"\x1f\x8b\x08":
+            return b"".join(out)
+
+
+def _java_gzip_records(batch: Batch, local: ProblemLog) -> tuple[list[Record], ProblemLog]:
+    """Records of a gzip batch whose stream has bytes after its end, read as Kafka reads them."""
+    raw = bytes(batch.data or b"")
+    inner = _java_gzip(raw[61:])
+    if inner is None:
+        return [], local
+    attrs = batch.attributes & ~7
+    header = bytearray(raw[:61])
+    struct.pack_into(">h", header, 21, attrs)
+    plain = Batch(
+        batch.path,
+        batch.position,
+        batch.base_offset,
+        batch.last_offset,
+        61 + len(inner),
+        batch.partition_leader_epoch,
+        2,
+        batch.crc,
+        batch.crc_valid,
+        attrs,
+        "none",
+        batch.timestamp_type,
+        batch.is_transactional,
+        batch.is_control,
+        batch.has_delete_horizon,
+        batch.base_timestamp,
+        batch.max_timestamp,
+        batch.producer_id,
+        batch.producer_epoch,
+        batch.base_sequence,
+        batch.record_count,
+        bytes(header) + inner,
+    )
+    again = ProblemLog(batch.path)
+    again.report(batch.position, "garbage", "bytes after the end of the gzip stream (Kafka ignores them)")
+    records = plain.records(again)
+    return records, again
+
+
+def _kafka_record_failure(records: list[Record], local: ProblemLog, batch: Batch) -> tuple[list[Record], str | None]:
+    """The records Kafka prints before its record iterator fails, and why it fails (or None).
+
+    Kafka reads records lazily and dies at the first it cannot read: a stream that does not
+    decompress fails before the first record; a malformed record after the ones before it;
+    bytes left after the declared count ("Incorrect declared batch size") while the last
+    record is read, so that one is not printed.
+    """
+    problems = [p for p in local.problems if p.kind != "garbage"]
+    if batch.magic < 2 or not problems:
+        return records, None
+    first = problems[0]
+    if first.kind in ("decompress_error", "unknown_codec"):
+        return [], first.detail
+    if first.kind != "record_error":
+        return records, None
+    if " bytes after the last of " in first.detail:
+        return records[:-1], f"{first.detail} (Kafka: Incorrect declared batch size)"
+    if "data ends after" in first.detail:
+        return records, first.detail
+    m = _BYTE_AT.search(first.detail)
+    if m is None:
+        return records, first.detail
+    stop = int(m[1])
+    kept: list[Record] = []
+    start = 0
+    for r in records:
+        if start >= stop:
+            break
+        kept.append(r)
+        start += r.size
+    return kept, first.detail
 
 
 def dump_lines(
@@ -862,25 +1018,55 @@ def dump_lines(
     payloads = _Payloads(opts.decoder, era, log, position_box) if opts.prints_contents else None
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        expected = 0
-        reader_log = ProblemLog(str(path))
-        for batch in read_batches(f, str(path), problems=reader_log):
-            if batch.position != expected:
-                break
-            position_box[0] = expected
-            if form != "2.1" or not deep:
-                yield _batch_line(batch, expected, era)
+        pos = 0
+        while True:
+            frame = _next_frame(f, path, pos, size, log)
+            if not isinstance(frame[0], Batch):  # Kafka's reader ends here
+                trailing, why = frame
+                if trailing:
+                    yield f"Found {trailing} invalid bytes at the end of {name}"
+                    log.report(pos, "stopped", f"Kafka's dump stops at byte {pos} of {size}: {why}")
+                elif trailing is None:
+                    log.report(pos, TOOL_FAILURE, f"at byte {pos}: {why}")
+                return
+            batch, magic = frame
+            position_box[0] = pos
+            if not batch.crc_valid:
+                log.report(
+                    pos,
+                    "crc_mismatch",
+                    f"batch at byte {pos}: stored CRC {batch.crc} does not match "
+                    "its bytes (Kafka prints isvalid: false)",
+                )
+            if batch.attributes & 7 > 4:
+                # the batch line fails at compresscodec: Kafka prints its start, unterminated, and stops
+                yield Unterminated(_batch_line(batch, pos, era).split(" position: ", 1)[0])
+                log.report(
+                    pos,
+                    TOOL_FAILURE,
+                    f"batch at byte {pos}: unknown compression codec id "
+                    f"{batch.attributes & 7} (Kafka: Unknown compression type id)",
+                )
+                return
             if deep:
-                records = batch.records(log)
-                yield from _record_lines(batch, expected, records, era, opts, payloads)
-            expected += batch.size
-        for p in reader_log.problems:
-            log.report(p.position, p.kind, p.detail)
-        if expected < size:
-            trailing, why = _stop_reason(f, expected, size)
-            if trailing is not None:
-                yield f"Found {trailing} invalid bytes at the end of {name}"
-            log.report(expected, "stopped", f"Kafka's dump stops at byte {expected} of {size}: {why}")
+                local = ProblemLog(str(path))
+                records = batch.records(local)
+                if local.problems and local.problems[0].kind == "decompress_error" and batch.attributes & 7 == 1:
+                    records, local = _java_gzip_records(batch, local)
+                for p in local.problems:
+                    log.report(p.position, p.kind, p.detail)
+                records, failure = _kafka_record_failure(records, local, batch)
+            else:
+                records, failure = [], None
+            batch.magic = magic
+            if form != "2.1" or not deep:
+                yield _batch_line(batch, pos, era)
+            if deep:
+                yield from _record_lines(batch, pos, records, era, opts, payloads)
+            if failure is not None:
+                log.report(pos, TOOL_FAILURE, f"batch at byte {pos}: {failure}")
+                return
+            pos += batch.size
 
 
 # --------------------------------------------------------------------------------------------
@@ -1035,7 +1221,7 @@ def dump_text(
     lines = list(
         dump_lines(path, options, kafka_version=kafka_version, shown_path=shown_path, problems=problems, strict=strict)
     )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + ("" if lines and isinstance(lines[-1], Unterminated) else "\n")
 
 
 def write_kafka_dump(
@@ -1053,7 +1239,8 @@ def write_kafka_dump(
     ``--print-data-log``; a decoder other than ``none`` adds its ``--…-decoder`` flag (and so
     prints payloads). ``decoder="auto"`` picks the decoder from the file's partition directory
     (:func:`workbench.dump.decoder_for`). Problems go to stderr-free problem logs; the return
-    value says whether there were any.
+    value says whether there were any. As Kafka's tool, the run ends at a file on which the
+    tool itself fails (problem ``tool_failure``); later files get a ``not_dumped`` problem.
 
     Parameters
     ----------
@@ -1090,13 +1277,20 @@ def write_kafka_dump(
     from workbench.dump import decoder_for
 
     status = 0
+    failed: str | None = None
     for path in files:
+        log = ProblemLog(str(path), strict=strict)
+        if failed is not None:
+            # Kafka's tool stopped at the failure in an earlier file and dumps nothing more
+            log.report(0, "not_dumped", f"not dumped: Kafka's tool fails in {failed} before this file")
+            status = 1
+            continue
         chosen = decoder_for(os.fspath(path), decoder)
         if chosen not in DECODERS:
             raise ConfigError(f"unknown decoder {chosen!r}; expected 'auto' or one of {', '.join(DECODERS)}")
         opts = DumpOptions(decoder=chosen, print_data_log=payloads, deep_iteration=True)
-        log = ProblemLog(str(path), strict=strict)
         chunk: list[str] = []
+        last = ""
         for line in dump_lines(path, opts, kafka_version=kafka_version, problems=log):
             chunk.append(line)
             if len(chunk) >= 4096:
@@ -1104,8 +1298,10 @@ def write_kafka_dump(
                 out.write("\n".join(chunk))
                 chunk = []
         if chunk:
-            chunk.append("")
-            out.write("\n".join(chunk))
+            last = chunk[-1]
+            out.write("\n".join(chunk) + ("" if isinstance(last, Unterminated) else "\n"))
         if log.problems:
             status = 1
+        if any(p.kind == TOOL_FAILURE for p in log.problems):
+            failed = str(path)
     return status
