@@ -474,7 +474,7 @@ def test_file_kinds_and_names(tmp_path):
     log = ProblemLog()
     odd = _segment(tmp_path, "t-0", b"", "segment.log")
     assert list(dump_lines(odd, problems=log)) == [f"Dumping {odd}"]
-    assert log.problems[0].kind == "bad_name"
+    assert log.problems[0].kind == "tool_failure"
     assert java_file_path("a//b///c.log") == "a/b/c.log"
     assert java_file_path("/") == "/"
 

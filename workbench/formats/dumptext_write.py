@@ -28,8 +28,10 @@ version                     difference
                             vs. ``lastTimestamp: T`` + `` firstSequence``
 ==========================  ================================================================
 
-Kafka stops at the first batch it cannot frame; so does this writer (see :func:`dump_lines`).
-Forms of releases before 3.0 follow the reference and were not compared with a real tool.
+Damaged files are read the way Kafka's tool reads them (see :func:`dump_lines`): batches are
+framed by their declared length alone, and the output ends where Kafka's reader ends or where
+its tool fails. Forms of releases before 3.0 follow the reference and were not compared with
+a real tool.
 
 Examples
 --------
@@ -934,11 +936,19 @@ def dump_lines(
     Handles ``.log`` segments and ``.checkpoint`` snapshots (KRaft snapshots and
     ``bootstrap.checkpoint``), and the ``.index``, ``.timeindex``, ``.txnindex`` and producer
     ``.snapshot`` files (the entries Kafka prints on stdout; its consistency checks against
-    the segment go to stderr and are not reproduced). As Kafka, the dump stops at the first bytes that do not frame a
-    batch and then prints ``Found N invalid bytes at the end of <name>`` when Kafka would;
-    where Kafka's tool itself fails (a declared size below 14, an unparsable file name) the
-    output ends there. Every such stop, and every record that could not be decoded, is a
-    problem in ``problems``.
+    the segment go to stderr and are not reproduced).
+
+    Damage is read as Kafka's tool reads it. Batches are framed by their declared length
+    alone: a bad CRC prints ``isvalid: false``, a length that swallows the next batches
+    frames one batch, a magic above 2 is read as v2. Kafka's reader ends when fewer than 18
+    bytes are left or a batch runs past the end of the file (then ``Found N invalid bytes at
+    the end of <name>``; problem ``stopped``), and its tool fails (output ends, problem
+    ``tool_failure``) at a declared size below 14, an unknown codec id (the batch line breaks
+    off after ``deleteHorizonMs``, see :class:`Unterminated`), a stream that does not
+    decompress (after the batch line), a malformed record (after the records before it), bytes
+    left after the declared records (before the last record) or a file name without a base
+    offset. Every such stop, and every record that could not be decoded, is a problem in
+    ``problems``.
 
     Parameters
     ----------
@@ -1000,7 +1010,7 @@ def dump_lines(
         base = name.split(".")[0]
         if not _BASE_NAME.match(base):
             log.report(
-                0, "bad_name", f"{name}: the base offset in the file name is not a number (Kafka's tool fails here)"
+                0, TOOL_FAILURE, f"{name}: the base offset in the file name is not a number (Kafka's tool fails here)"
             )
             return
         yield f"{era.log_start_label}{int(base)}"
@@ -1009,7 +1019,7 @@ def dump_lines(
     else:
         parsed = parse_checkpoint_name(name)
         if parsed is None:
-            log.report(0, "bad_name", f"{name}: not a <endOffset>-<epoch>.checkpoint name (Kafka's tool fails here)")
+            log.report(0, TOOL_FAILURE, f"{name}: not a <endOffset>-<epoch>.checkpoint name (Kafka's tool fails here)")
             return
         yield f"Snapshot end offset: {parsed[0]}, epoch: {parsed[1]}"
     deep = opts.deep
@@ -1084,7 +1094,9 @@ def _sibling(path: str | os.PathLike[str], name: str, suffix: str) -> str:
 def _index_base(name: str, log: ProblemLog) -> int | None:
     base = name.split(".")[0]
     if not _BASE_NAME.match(base):
-        log.report(0, "bad_name", f"{name}: the base offset in the file name is not a number (Kafka's tool fails here)")
+        log.report(
+            0, TOOL_FAILURE, f"{name}: the base offset in the file name is not a number (Kafka's tool fails here)"
+        )
         return None
     return int(base)
 
@@ -1092,7 +1104,7 @@ def _index_base(name: str, log: ProblemLog) -> int | None:
 def _needs(files: list[str], log: ProblemLog) -> bool:
     missing = [f for f in files if not os.path.exists(f)]
     if missing:
-        log.report(0, "missing_file", f"Kafka's tool needs {', '.join(missing)} for this dump and fails without it")
+        log.report(0, TOOL_FAILURE, f"Kafka's tool needs {', '.join(missing)} for this dump and fails without it")
     return not missing
 
 
