@@ -280,6 +280,16 @@ def test_view_starts_with_everything_shown() -> None:
     assert view.topic_filter.value == ()
     assert view.state_filter.value == ()
     assert view.time_range.value == (pd.Timestamp(DAY + "03:00:00"), pd.Timestamp(DAY + "03:20:00"))
+    # every interval boundary and count change is a slider step; one day: time-of-day labels
+    assert [label for label, _ in view.time_range.options] == [
+        "03:00:00",
+        "03:05:00",
+        "03:06:00",
+        "03:12:05",
+        "03:12:47",
+        "03:19:00",
+        "03:20:00",
+    ]
     assert isinstance(view.timeline, go.FigureWidget)
     assert isinstance(view.counts_figure, go.FigureWidget)
     full = figure_isr_timeline(states_frame(), start=DAY + "03:00:00", end=DAY + "03:20:00")

@@ -305,7 +305,8 @@ def figure_isr_timeline(
         title=title,
         barmode="overlay",
         bargap=0.25,
-        height=min(160 + 26 * len(rows), 4000),
+        height=min(max(320, 160 + 26 * len(rows)), 4000),  # room for the legend
+        showlegend=True,
         legend={"title": {"text": "state"}, "traceorder": "normal"},
         margin={"l": 10, "r": 10, "t": 60, "b": 40},
         xaxis={"type": "date", "title": {"text": "time (UTC)"}},
@@ -534,6 +535,13 @@ def _boundaries(states: pd.DataFrame, counts: pd.DataFrame) -> list[pd.Timestamp
     return stamps
 
 
+def _slider_options(stamps: list[pd.Timestamp]) -> list[tuple[str, pd.Timestamp]]:
+    """Slider labels: the time of day when all boundaries share a date (short readout)."""
+    one_day = len({t.date() for t in stamps}) == 1
+    labels = [short_time(t)[11:] if one_day else short_time(t)[5:] for t in stamps]
+    return list(zip(labels, stamps, strict=True))
+
+
 def _initial_index(stamps: list[pd.Timestamp], lo: pd.Timestamp | None, hi: pd.Timestamp | None) -> tuple[int, int]:
     """Slider indices covering ``[lo, hi]``: the last boundary <= lo, the first >= hi."""
     if not stamps:
@@ -620,7 +628,7 @@ class IsrTimeline(ipw.VBox):
         )
         stamps = _boundaries(self._states, self._counts)
         if stamps:
-            options = [(short_time(t), t) for t in stamps]
+            options = _slider_options(stamps)
         else:
             options = [("(no data)", pd.Timestamp(0))]
         self.time_range = ipw.SelectionRangeSlider(

@@ -1,13 +1,22 @@
-"""The HTML incident report in a real browser, offline: the plots are drawn, nothing is fetched."""
+"""The incident report in a real browser: the offline HTML report, and the notebook in JupyterLab."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.test_report import INCIDENT_EVENTS, write_incident_bundle
+from tests.test_report import INCIDENT, INCIDENT_EVENTS, write_incident_bundle
 from workbench.report import build_report
+
+REPO = Path(__file__).resolve().parents[2]
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 HOSTILE_TOPIC = '<img src=x onerror="window.__pwned=1">'
@@ -21,8 +30,8 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def report_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The incident report of the small ISR incident, plus a topic whose name is HTML."""
+def incident_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small ISR incident, plus a topic whose name is HTML."""
     hostile = [
         (3, ("TopicRecord", {"name": HOSTILE_TOPIC, "topicId": HOSTILE_ID})),
         (
@@ -45,9 +54,13 @@ def report_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (40, ("PartitionChangeRecord", {"partitionId": 0, "topicId": HOSTILE_ID, "isr": [1], "leader": -2})),
     ]
     events = sorted(INCIDENT_EVENTS + hostile, key=lambda e: e[0])
-    root = tmp_path_factory.mktemp("browser")
-    bundle = write_incident_bundle(root / "incident", events)
-    return build_report(bundle, root / "report.html")
+    return write_incident_bundle(tmp_path_factory.mktemp("bundle") / "incident", events)
+
+
+@pytest.fixture(scope="module")
+def report_html(incident_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The HTML incident report of :func:`incident_bundle`."""
+    return build_report(incident_bundle, tmp_path_factory.mktemp("report") / "report.html")
 
 
 def test_report_renders_offline_with_the_incident_visible(report_html: Path, tmp_path: Path) -> None:
@@ -56,9 +69,7 @@ def test_report_renders_offline_with_the_incident_visible(report_html: Path, tmp
     requested: list[str] = []
     dialogs: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
-        )
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1300, "height": 900})
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
@@ -102,3 +113,115 @@ def test_report_renders_offline_with_the_incident_visible(report_html: Path, tmp
     assert requested == []
     assert dialogs == []
     print(f"screenshot: {tmp_path / 'report.png'}")
+
+
+# --------------------------------------------------------------------------------------------
+# the same notebook, interactive, in JupyterLab
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def lab(tmp_path: Path, incident_bundle: Path) -> Iterator[str]:
+    """JupyterLab on loopback serving the incident notebook prepared with ``report=False``."""
+    import nbformat
+    import papermill
+
+    prepared = tmp_path / "incident.ipynb"
+    papermill.execute_notebook(
+        str(INCIDENT),
+        str(prepared),
+        parameters={"bundle": str(incident_bundle), "report": False},
+        prepare_only=True,
+        kernel_name="python3",
+        progress_bar=False,
+    )
+    nb = nbformat.read(str(prepared), as_version=4)
+    nb.metadata.pop("jupytext", None)  # no paired .py written next to it by the Lab extension
+    nbformat.write(nb, str(prepared))
+
+    port = _free_port()
+    # the kernel imports this checkout's workbench and widgets, whatever is installed
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    args = [
+        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        "--ServerApp.port_retries=0", "--ServerApp.token=", "--ServerApp.password=",
+        "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={tmp_path}",
+    ]  # fmt: skip
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        args.append("--allow-root")
+    with open(tmp_path / "lab.log", "wb") as log:
+        server = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if server.poll() is not None:
+                        pytest.fail(f"JupyterLab exited: {(tmp_path / 'lab.log').read_text()[-2000:]}")
+                    time.sleep(0.3)
+            yield f"http://127.0.0.1:{port}/lab/tree/{prepared.name}"
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
+KERNEL_IDLE = """() => {
+    const widget = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const kernel = widget && widget.sessionContext && widget.sessionContext.session
+        && widget.sessionContext.session.kernel;
+    return Boolean(kernel) && kernel.status === 'idle';
+}"""
+
+
+def _bar_count(page) -> int:
+    return page.locator(".jp-OutputArea .js-plotly-plot .barlayer path").count()
+
+
+def test_incident_notebook_widgets_filter_in_jupyterlab(lab: str, tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(lab, timeout=60_000)
+            page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            page.wait_for_selector(".jp-OutputArea .js-plotly-plot .barlayer path", timeout=240_000)
+            assert _bar_count(page) == 16  # every interval of the four partitions
+
+            topics = page.locator(".jp-OutputArea .widget-select-multiple select").nth(0)
+            options = [o.replace("\xa0", " ") for o in topics.locator("option").all_text_contents()]  # nbsp
+            assert options == sorted(["orders", "payments", HOSTILE_TOPIC])  # the HTML name as text
+            topics.select_option(["payments"])
+            page.wait_for_function(
+                "() => document.querySelectorAll('.jp-OutputArea .js-plotly-plot .barlayer path').length === 4",
+                timeout=30_000,
+            )
+            rows = page.locator(".jp-OutputArea .js-plotly-plot .yaxislayer-above text").all_text_contents()
+            assert rows[0] == "payments-0"
+
+            states = page.locator(".jp-OutputArea .widget-select-multiple select").nth(1)
+            states.select_option(label="under min ISR")
+            page.wait_for_function(
+                "() => document.querySelectorAll('.jp-OutputArea .js-plotly-plot .barlayer path').length === 1",
+                timeout=30_000,
+            )
+            status = page.locator(".jp-OutputArea .widget-html-content", has_text="interval(s) on")
+            status.filter(has_text="1 interval(s) on 1 partition(s) shown").wait_for(timeout=30_000)
+            page.locator(".jp-OutputArea .js-plotly-plot").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(tmp_path / "lab.png"))
+        finally:
+            browser.close()
+    print(f"screenshot: {tmp_path / 'lab.png'}")
