@@ -445,3 +445,21 @@ def test_view_initial_topics_and_window_from_notebook_parameters() -> None:
         "under min ISR": [("payments-0", t("03:12:05"), 42_000.0)],
         "healthy": [("payments-1", t("03:00:00"), 1_200_000.0)],
     }
+
+
+def test_timeline_keeps_the_least_healthy_partitions_when_there_are_many() -> None:
+    fig = figure_isr_timeline(states_frame(), max_rows=2)
+
+    # orders-0 was offline, payments-0 under min ISR; payments-1 stayed healthy and is left out
+    assert list(fig.layout.yaxis.categoryarray) == ["orders-0", "payments-0"]
+    assert fig.layout.title.text == "Partition ISR state over time (the 2 least healthy of 3 partitions)"
+    assert bars(fig)["under min ISR"] == [("payments-0", t("03:12:05"), 42_000.0)]
+
+    # within a window before the incidents only orders-0 was unhealthy; then the first by name
+    early = figure_isr_timeline(states_frame(), max_rows=2, end="2026-11-21 03:04:00")
+    assert list(early.layout.yaxis.categoryarray) == ["orders-0", "payments-0"]
+    assert bars(early)["under-replicated"] == [("orders-0", t("03:00:00"), 300_000.0)]
+
+    assert figure_isr_timeline(states_frame(), max_rows=3).layout.title.text == "Partition ISR state over time"
+    with pytest.raises(ConfigError, match="max_rows"):
+        figure_isr_timeline(states_frame(), max_rows=0)

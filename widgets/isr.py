@@ -174,6 +174,40 @@ def _min_isr_text(value: Any) -> str:
     return str(int(value))
 
 
+def _worst_partitions(
+    frame: pd.DataFrame, limit: int, lo: pd.Timestamp | None, hi: pd.Timestamp | None
+) -> tuple[pd.DataFrame, int]:
+    """Keep the intervals of the ``limit`` least healthy partitions; also return how many there were."""
+    keys = ["topic", "partition"]
+    total = int(frame[keys].drop_duplicates().shape[0])
+    if total <= limit:
+        return frame, total
+    begin = frame["start"] if lo is None else frame["start"].clip(lower=lo)
+    finish = frame["end"] if hi is None else frame["end"].clip(upper=hi)
+    seconds = (finish - begin).dt.total_seconds().clip(lower=0)
+    scores = pd.DataFrame(
+        {
+            "topic": frame["topic"],
+            "partition": frame["partition"],
+            "offline": seconds.where(frame["state"] == "offline", 0.0),
+            "under_min": seconds.where(frame["state"] == "under_min_isr", 0.0),
+            "unhealthy": seconds.where(frame["state"] != "healthy", 0.0),
+        }
+    )
+    ranked = (
+        scores.groupby(keys, sort=False, as_index=False)
+        .sum()
+        .sort_values(
+            ["offline", "under_min", "unhealthy", "topic", "partition"],
+            ascending=[False, False, False, True, True],
+            kind="stable",
+        )
+        .head(limit)
+    )
+    kept = frame.merge(ranked[keys], on=keys, how="inner")
+    return kept, total
+
+
 def _empty_figure(title: str, message: str) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(
@@ -202,6 +236,7 @@ def figure_isr_timeline(
     states: Iterable[str] | str | None = None,
     start: TimeLike = None,
     end: TimeLike = None,
+    max_rows: int | None = 200,
 ) -> go.Figure:
     """Gantt-like timeline of partition states: one row per topic-partition, one bar per interval.
 
@@ -218,6 +253,10 @@ def figure_isr_timeline(
     start, end : str, datetime or Timestamp, optional
         Time window (UTC when naive). Intervals that do not overlap it are left out, and the
         x axis is set to it.
+    max_rows : int or None
+        At most this many partitions (rows): the least healthy ones are kept (most offline time,
+        then under min ISR, then otherwise unhealthy time, within the window) and the title says
+        so. ``None``: all.
 
     Returns
     -------
@@ -260,6 +299,12 @@ def figure_isr_timeline(
     title = "Partition ISR state over time"
     if frame.empty:
         return _empty_figure(title, "No partition state interval matches the filters.")
+    if max_rows is not None:
+        if max_rows < 1:
+            raise ConfigError(f"max_rows: expected a positive number of partitions or None, got {max_rows}")
+        frame, total = _worst_partitions(frame, max_rows, lo, hi)
+        if total > max_rows:
+            title += f" (the {max_rows} least healthy of {total} partitions)"
 
     frame = frame.sort_values(["topic", "partition", "start"], kind="stable")
     rows = list(dict.fromkeys(partition_label(t, p) for t, p in zip(frame["topic"], frame["partition"], strict=True)))
