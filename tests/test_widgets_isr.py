@@ -188,6 +188,10 @@ def test_timeline_topic_and_state_filters() -> None:
     }
     assert list(fig.layout.yaxis.categoryarray) == ["orders-0", "payments-0"]
 
+    # a topic named "7", as a command line that parses numbers passes it
+    numbered = states_frame().assign(topic=lambda f: f["topic"].where(f["topic"] != "orders", "7"))
+    assert list(figure_isr_timeline(numbered, topics=7).layout.yaxis.categoryarray) == ["7-0"]
+
 
 def test_timeline_time_window_drops_outside_intervals_and_sets_the_axis() -> None:
     fig = figure_isr_timeline(states_frame(), start="2026-11-21T03:10:00Z", end="2026-11-21 03:13:00")

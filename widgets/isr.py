@@ -138,9 +138,14 @@ def partition_label(topic: str, partition: int) -> str:
 
 
 def _selection(values: Iterable[str] | str | None) -> list[str] | None:
-    """Normalise a filter argument: None/empty = everything, a string = comma-separated list."""
+    """Normalise a filter argument: None/empty = everything, a string = comma-separated list.
+
+    A lone number (a topic named ``1``, typed by a command line as a number) counts as its text.
+    """
     if values is None:
         return None
+    if isinstance(values, int | float) and not isinstance(values, bool):
+        values = str(values)
     if isinstance(values, str):
         items = [v.strip() for v in values.split(",") if v.strip()]
     else:
