@@ -50,3 +50,16 @@ def test_errors_are_one_line(tmp_path):
     res = run("inspect", str(Path(tmp_path) / "missing"))
     assert res.returncode == 2
     assert res.stderr.startswith("workbench: bundle path does not exist")
+
+
+def test_report_parameters_take_the_notebook_types():
+    from workbench.cli import _parse_params
+    from workbench.errors import ConfigError
+
+    declared = {"start": "str", "report": "bool", "limit": "int"}
+    got = _parse_params([["start", "2026"], ["report", "false"], ["limit", "7"], ["topics", "42"]], declared)
+    assert got == {"start": "2026", "report": False, "limit": 7, "topics": "42"}
+    import pytest
+
+    with pytest.raises(ConfigError, match="bool"):
+        _parse_params([["report", "maybe"]], declared)

@@ -7,23 +7,36 @@ import json
 import sys
 from collections import Counter
 
-from workbench.errors import WorkbenchError
+from workbench.errors import ConfigError, WorkbenchError
 
 
-def _parse_params(pairs: list[list[str]] | None) -> dict[str, object]:
+def _parse_params(pairs: list[list[str]] | None, declared: dict[str, str]) -> dict[str, object]:
+    """Convert ``-p NAME VALUE`` strings to the type the notebook's parameters cell declares."""
     params: dict[str, object] = {}
     for name, raw in pairs or []:
-        try:
-            params[name] = json.loads(raw)  # numbers, booleans, lists
-        except ValueError:
-            params[name] = raw
+        kind = declared.get(name, "str")
+        if kind == "bool":
+            if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ConfigError(f"parameter {name!r} is a bool; got {raw!r} (use true or false)")
+            params[name] = raw.lower() in ("true", "1", "yes")
+        elif kind in ("int", "float"):
+            try:
+                params[name] = int(raw) if kind == "int" else float(raw)
+            except ValueError as exc:
+                raise ConfigError(f"parameter {name!r} is an {kind}; got {raw!r}") from exc
+        else:
+            params[name] = raw  # strings stay strings: -p start 2026 is not a number
     return params
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from workbench.report import build_report
+    import papermill
 
-    out = build_report(args.bundle, args.out, notebook=args.notebook, parameters=_parse_params(args.param))
+    from workbench.report import build_report, notebook_path
+
+    declared = {name: (spec.get("inferred_type_name") or "str").split("|")[0].strip()
+                for name, spec in papermill.inspect_notebook(str(notebook_path(args.notebook))).items()}
+    out = build_report(args.bundle, args.out, notebook=args.notebook, parameters=_parse_params(args.param, declared))
     print(out)
     return 0
 
@@ -104,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", help=".log or .checkpoint files")
     p.add_argument("--format", choices=("jsonl", "kafka"), default="jsonl")
     p.add_argument("--kafka-version", default=None, help="dump-tool text of this Kafka version (with --format kafka)")
-    p.add_argument("--decoder", choices=("auto", "none", "cluster-metadata", "offsets", "remote-log-metadata"),
+    p.add_argument("--decoder", choices=("auto", "none", "cluster-metadata", "offsets", "remote-log-metadata",
+                                         "transaction-log", "share-group-state"),
                    default="auto", help="payload decoder (auto: by the file's topic directory)")
     p.add_argument("--print-data-log", action="store_true", help="include record payloads")
     p.add_argument("--strict", action="store_true", help="stop at the first unreadable byte")

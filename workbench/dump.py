@@ -29,6 +29,10 @@ def decoder_for(path: str | Path, decoder: str = "auto") -> str:
         return "offsets"
     if parent.startswith("__remote_log_metadata-"):
         return "remote-log-metadata"
+    if parent.startswith("__transaction_state-"):
+        return "transaction-log"
+    if parent.startswith("__share_group_state-"):
+        return "share-group-state"
     return "none"
 
 
@@ -95,7 +99,7 @@ def dump_files(files: Iterable[str], *, fmt: str = "jsonl", out: TextIO, strict:
     from workbench.formats.batch import read_batches
 
     if fmt == "kafka":
-        from workbench.formats.dumptext import write_kafka_dump  # type: ignore[import-not-found]
+        from workbench.formats.dumptext import write_kafka_dump
 
         return write_kafka_dump(files, out=out, kafka_version=kafka_version, decoder=decoder,
                                 payloads=payloads, strict=strict)

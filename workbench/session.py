@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 #: Environment variable naming the Spark master (``local[2]``, ``spark://host:7077``, ...).
 MASTER_ENV = "WORKBENCH_SPARK_MASTER"
+#: Environment variable giving ``spark.driver.memory`` (``512m`` on Binder).
+MEMORY_ENV = "WORKBENCH_DRIVER_MEMORY"
 
 _ONE_MACHINE_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
@@ -32,7 +34,7 @@ def session(
     master: str | None = None,
     *,
     app_name: str = "kafka-workbench",
-    driver_memory: str = "1g",
+    driver_memory: str | None = None,
     conf: dict[str, Any] | None = None,
 ) -> SparkSession:
     """Return a Spark session set up for the workbench and register its data sources.
@@ -44,8 +46,9 @@ def session(
         With ``SPARK_REMOTE`` set, a Spark Connect session is created instead.
     app_name : str
         Application name shown by a cluster's UI.
-    driver_memory : str
-        ``spark.driver.memory`` for a session started by this call.
+    driver_memory : str, optional
+        ``spark.driver.memory`` for a session started by this call; defaults to
+        ``$WORKBENCH_DRIVER_MEMORY``, else ``1g`` (Binder sets ``512m``).
     conf : dict, optional
         Extra Spark settings; they override the defaults.
 
@@ -72,7 +75,7 @@ def session(
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
 
     settings = dict(_ONE_MACHINE_CONF)
-    settings["spark.driver.memory"] = driver_memory
+    settings["spark.driver.memory"] = driver_memory or os.environ.get(MEMORY_ENV) or "1g"
     settings["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
     for key, value in (conf or {}).items():
         settings[str(key)] = str(value)

@@ -651,10 +651,8 @@ def test_kafka_dump_tool_prints_what_we_print_on_damaged_files(sources, tmp_path
     report(failures, total)
 
 
-@pytest.mark.xfail(strict=False, reason="known divergences of workbench.formats.dumptext_write from Kafka 4.3.1's "
-                   "dump tool on damaged batches (see the test's docstring)")
 def test_kafka_dump_tool_divergences(sources, tmp_path):
-    """Damage on which our dump text is not Kafka's (found by this corpus; reported, not fixed here).
+    """Damage on which our dump text once differed from Kafka's; it now follows Kafka's reader.
 
     * a length field that swallows the next batches: Kafka prints the swallowing batch
       (``isvalid: false``) and its records, then stops with "Incorrect declared batch size"
