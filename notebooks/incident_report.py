@@ -79,6 +79,7 @@ if not first_problems.empty:
 states = isr_analysis.partition_states(tables.metadata).cache()
 states_pd = states.toPandas()
 counts_pd = isr_analysis.under_min_isr_counts(states).toPandas()
+reported_pd = isr_analysis.reported_under_min_isr(tables.metrics).toPandas()
 if report:
     isr_view.figure_isr_timeline(states_pd, topics=topics, start=start, end=end).show()
 else:
@@ -87,11 +88,13 @@ else:
 # %% [markdown]
 # ## UnderMinIsrPartitionCount per broker
 #
-# The KIP-164 metric each leader broker would have reported, computed from the metadata log.
+# The KIP-164 metric each leader broker would have reported, computed from the metadata log
+# (lines). Where the bundle holds the brokers' own metric exports (JmxTool CSV), their samples
+# are drawn as open circles in the same colour: the two should agree.
 
 # %%
 if report:
-    isr_view.figure_under_min_isr(counts_pd, start=start, end=end).show()
+    isr_view.figure_under_min_isr(counts_pd, start=start, end=end, reported=reported_pd).show()
 
 # %% [markdown]
 # ## Partitions that were not healthy

@@ -467,3 +467,18 @@ def test_timeline_keeps_the_least_healthy_partitions_when_there_are_many() -> No
     assert figure_isr_timeline(states_frame(), max_rows=3).layout.title.text == "Partition ISR state over time"
     with pytest.raises(ConfigError, match="max_rows"):
         figure_isr_timeline(states_frame(), max_rows=0)
+
+
+def test_under_min_isr_figure_shows_reported_samples_in_the_broker_colour():
+    computed = pd.DataFrame({"broker": [4, 4, 5], "count": [0, 2, 0],
+                             "time": pd.to_datetime(["2026-01-01 03:00:00", "2026-01-01 03:00:10",
+                                                     "2026-01-01 03:00:00"], utc=True)})
+    reported = pd.DataFrame({"broker": [4, 4, 4], "count": [0, 0, 2],
+                             "time": pd.to_datetime(["2026-01-01 02:59:59", "2026-01-01 03:00:05",
+                                                     "2026-01-01 03:00:11"], utc=True)})
+    fig = figure_under_min_isr(computed, reported=reported, start="2026-01-01 03:00:00")
+    names = [t.name for t in fig.data]
+    assert names == ["broker 4", "broker 5", "broker 4 (reported)"]
+    marks = fig.data[2]
+    assert list(marks.y) == [0, 2] and marks.mode == "markers"
+    assert marks.marker.color == fig.data[0].line.color != fig.data[1].line.color

@@ -24,6 +24,7 @@ from typing import Any
 import ipywidgets as ipw
 import numpy as np
 import pandas as pd
+import plotly.colors
 import plotly.graph_objects as go
 
 from widgets._frames import (
@@ -376,7 +377,8 @@ def figure_isr_timeline(
     return fig
 
 
-def figure_under_min_isr(counts: pd.DataFrame, start: TimeLike = None, end: TimeLike = None) -> go.Figure:
+def figure_under_min_isr(counts: pd.DataFrame, start: TimeLike = None, end: TimeLike = None, *,
+                         reported: pd.DataFrame | None = None) -> go.Figure:
     """Step lines of UnderMinIsrPartitionCount per leader broker (the KIP-164 metric, computed).
 
     Each broker's series holds its value until the next change (``line_shape="hv"``). So that the
@@ -390,11 +392,16 @@ def figure_under_min_isr(counts: pd.DataFrame, start: TimeLike = None, end: Time
         ``workbench.analysis.isr.under_min_isr_counts(...).toPandas()``.
     start, end : str, datetime or Timestamp, optional
         Time window (UTC when naive); sets the x axis range.
+    reported : pandas.DataFrame, optional
+        Kafka's own samples of the metric (``broker, time, count``, from
+        ``workbench.analysis.isr.reported_under_min_isr``), drawn as markers in the colour of
+        the broker's computed line, so a reader sees both agree.
 
     Returns
     -------
     plotly.graph_objects.Figure
-        One ``Scatter`` trace per broker, named ``broker <id>``, in broker id order.
+        One ``Scatter`` trace per broker, named ``broker <id>``, in broker id order; then one
+        marker trace per broker with reported samples, named ``broker <id> (reported)``.
 
     Examples
     --------
@@ -419,6 +426,10 @@ def figure_under_min_isr(counts: pd.DataFrame, start: TimeLike = None, end: Time
 
     right = hi if hi is not None else frame["time"].max()
     fig = go.Figure()
+    palette = plotly.colors.qualitative.Plotly
+    brokers = sorted({int(b) for b in frame["broker"]} | (
+        set() if reported is None else {int(b) for b in reported["broker"].dropna()}))
+    color = {b: palette[i % len(palette)] for i, b in enumerate(brokers)}
     for broker, series in frame.groupby("broker", sort=True):
         times = list(series["time"])
         values = [int(v) for v in series["count"]]
@@ -444,10 +455,34 @@ def figure_under_min_isr(counts: pd.DataFrame, start: TimeLike = None, end: Time
                 x=[format_time(t) for t in times],
                 y=values,
                 mode="lines",
-                line={"shape": "hv", "width": 2},
+                line={"shape": "hv", "width": 2, "color": color[int(broker)]},
+                legendgroup=f"broker {int(broker)}",
                 hovertemplate="broker " + str(int(broker)) + "<br>%{x}<br>%{y} partition(s)<extra></extra>",
             )
         )
+    if reported is not None and not reported.empty:
+        require_columns(reported, COUNT_COLUMNS, "reported UnderMinIsrPartitionCount frame")
+        samples = reported.copy()
+        samples["time"] = utc_naive(samples["time"])
+        samples = samples.dropna(subset=["broker", "time", "count"]).sort_values(["broker", "time"], kind="stable")
+        if lo is not None:
+            samples = samples[samples["time"] >= lo]
+        if hi is not None:
+            samples = samples[samples["time"] <= hi]
+        for broker, series in samples.groupby("broker", sort=True):
+            fig.add_trace(
+                go.Scatter(
+                    name=f"broker {int(broker)} (reported)",
+                    x=[format_time(t) for t in series["time"]],
+                    y=[int(v) for v in series["count"]],
+                    mode="markers",
+                    marker={"symbol": "circle-open", "size": 6, "color": color[int(broker)]},
+                    legendgroup=f"broker {int(broker)}",
+                    hovertemplate=(
+                        "broker " + str(int(broker)) + " reported<br>%{x}<br>%{y} partition(s)<extra></extra>"
+                    ),
+                )
+            )
     fig.update_layout(
         title=title,
         height=320,
