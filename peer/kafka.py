@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 import zipfile
 from collections.abc import Sequence
@@ -366,8 +367,10 @@ def write_log_config(directory: Path, mode: str) -> Path:
 
 
 def _write_if_changed(path: Path, text: str) -> None:
+    # threads of one process (tool runs, samplers) may write the same file at once: the temporary
+    # name is unique per thread, and the atomic rename makes the last writer win
     if not path.exists() or path.read_text(encoding="utf-8") != text:
-        tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
+        tmp = path.with_suffix(path.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
 
