@@ -460,6 +460,11 @@ def _after(q: int | None, what: str = "the next batch") -> str:
 # reading
 
 
+def unknown_codec_detail(codec: int, magic: int) -> str:
+    """The one wording of an unknown codec, so the header and record readers report it once."""
+    return f"compression codec id {codec} is not defined for magic {magic}; records not decoded"
+
+
 def read_batches(
     f: BinaryIO,
     path: str = "",
@@ -628,7 +633,7 @@ def read_batches(
             report(pos, "crc_mismatch", f"stored {'CRC-32C' if magic == 2 else 'CRC-32'} {stored} "
                    f"but computed {computed} over the batch's {size} bytes; batch kept (crc_valid=False)")
         if codec > (4 if magic == 2 else 3):
-            report(pos, "unknown_codec", f"compression codec id {codec} is not defined for magic {magic}")
+            report(pos, "unknown_codec", unknown_codec_detail(codec, magic))
         yield batch
         pos += size
 
@@ -695,7 +700,7 @@ def _records_v2(batch: Batch, log: ProblemLog) -> list[Record]:
     payload = raw[V2_HEADER_SIZE:]
     compressed = codec != 0
     if codec > 4:
-        log.report(batch.position, "unknown_codec", f"compression codec id {codec}; records not decoded")
+        log.report(batch.position, "unknown_codec", unknown_codec_detail(codec, batch.magic))
         return []
     if compressed:
         try:

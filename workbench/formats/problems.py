@@ -46,18 +46,28 @@ class ProblemLog:
     --------
     >>> log = ProblemLog("seg.log")
     >>> log.report(120, "crc_mismatch", "stored 0x1 computed 0x2")
-    >>> log.problems[0].position
-    120
+    >>> log.report(120, "crc_mismatch", "stored 0x1 computed 0x2")   # met again by the record reader
+    >>> [(p.position, p.kind) for p in log.problems]
+    [(120, 'crc_mismatch')]
     """
 
     path: str = ""
     strict: bool = False
     problems: list[Problem] = field(default_factory=list)
+    _seen: set[tuple[int, str, str]] = field(default_factory=set, repr=False)
 
     def report(self, position: int, kind: str, detail: str) -> None:
-        """Record a problem at ``position`` or raise it in strict mode."""
+        """Record a problem at ``position`` or raise it in strict mode.
+
+        The same problem (position, kind and detail) is recorded once, however many readers
+        of the same bytes (batch header, then records) meet it.
+        """
         if self.strict:
             raise CorruptDataError(self.path, position, kind, detail)
+        key = (position, kind, detail)
+        if key in self._seen:
+            return
+        self._seen.add(key)
         self.problems.append(Problem(self.path, position, kind, detail))
 
     def __len__(self) -> int:
