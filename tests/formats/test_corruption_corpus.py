@@ -48,9 +48,10 @@ import crc32c
 import pytest
 
 from workbench.errors import CorruptDataError
-from workbench.formats.batch import MAX_BATCH_BYTES, Batch, Record, encode_batch
+from workbench.formats.batch import MAX_BATCH_BYTES, Batch, Record, batch_columns, encode_batch
 from workbench.formats.control import decode_control_record
 from workbench.formats.coordinator import OFFSETS_RECORD_TYPES, decode_offsets_record, offsets_dump_payload
+from workbench.formats.fastscan import as_lists, concat_columns, scan_batch_columns
 from workbench.formats.metadata import METADATA_SCHEMAS, decode_metadata_record, dump_payload
 from workbench.formats.problems import Problem, ProblemLog
 from workbench.formats.segment import read_segment
@@ -261,6 +262,8 @@ def check(src: Source, case: Case, path: Path, failures: list[str]) -> None:
     if case.expect_kind and case.expect_kind not in {p.kind for p in problems}:
         failures.append(f"{where}: expected a {case.expect_kind} problem, got {[p.kind for p in problems]}")
 
+    fast_scan_agrees(path, batches, problems, where, failures)
+
     t0 = time.perf_counter()
     try:
         walk(path, src.kind, strict=True, known=src.known)
@@ -278,6 +281,28 @@ def check(src: Source, case: Case, path: Path, failures: list[str]) -> None:
     SECONDS[src.name] += elapsed
     if elapsed > limit:
         failures.append(f"{where}: strict read took {elapsed:.2f} s (limit {limit:.2f} s)")
+
+
+BATCH_KINDS = {"zero_fill", "truncated", "garbage", "unknown_magic", "bad_length", "crc_mismatch", "unknown_codec"}
+
+
+def fast_scan_agrees(path: Path, batches: list[Batch], problems: list[Problem], where: str,
+                     failures: list[str]) -> None:
+    """The fast batch-table scan gives the careful reader's rows and batch-level problems."""
+    log = ProblemLog(str(path))
+    try:
+        got = as_lists(concat_columns(list(scan_batch_columns(path, problems=log))), str(path))
+    except Exception:  # noqa: BLE001
+        failures.append(f"{where}: fast scan raised\n{traceback.format_exc(limit=-4)}")
+        return
+    want = batch_columns(batches)
+    if got != want:
+        diff = [name for name in want if got[name] != want[name]]
+        failures.append(f"{where}: fast scan rows differ from the careful reader in {diff}")
+    batch_level = [(p.position, p.kind, p.detail) for p in problems if p.kind in BATCH_KINDS]
+    if [(p.position, p.kind, p.detail) for p in log.problems] != batch_level:
+        failures.append(f"{where}: fast scan problems {[(p.position, p.kind) for p in log.problems]} differ from "
+                        f"the careful reader's {[(p.position, p.kind) for p in problems]}")
 
 
 def run_cases(src: Source, cases: list[Case], tmp_path: Path) -> None:
