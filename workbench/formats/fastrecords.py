@@ -387,10 +387,21 @@ def _python_chunk(positions: list[int], records: list[Record]) -> pa.RecordBatch
 
 
 class _Group:
-    """Batches gathered for one run of the compiled passes, in file order."""
+    """Batches gathered for one run of the compiled passes, in file order.
 
-    def __init__(self) -> None:
-        self.buf = bytearray()
+    Records bytes are copied into one staging buffer that is reused from run to run; decoded
+    rows go to ``out`` and the careful reader's problems to ``problems``.
+    """
+
+    def __init__(self, problems: ProblemLog | None, out: list[pa.RecordBatch]) -> None:
+        self.problems = problems
+        self.out = out
+        self.stage = np.empty(0, np.uint8)
+        self.stage_mv = memoryview(self.stage)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.used = 0
         self.order: list[tuple[Batch, int]] = []  # (batch, index of its kernel row or -1)
         self.starts: list[int] = []
         self.ends: list[int] = []
@@ -405,7 +416,7 @@ class _Group:
         return len(self.order)
 
     def full(self) -> bool:
-        return len(self.buf) >= _GROUP_BYTES or len(self.order) >= _GROUP_BATCHES
+        return self.used >= _GROUP_BYTES or len(self.order) >= _GROUP_BATCHES
 
     def add(self, b: Batch) -> None:
         """Gather ``b``: its (decompressed) records bytes for the compiled passes, or mark it for Python."""
@@ -422,11 +433,19 @@ class _Group:
             except CodecError:  # the careful reader reports it
                 self.order.append((b, -1))
                 return
-        start = len(self.buf)
-        self.buf += payload
+        n = len(payload)
+        if self.used + n > len(self.stage):
+            if self.order:
+                self.flush()
+            if n > len(self.stage):  # lazily allocated: pages cost only once written
+                self.stage = np.empty(max(n, _GROUP_BYTES), np.uint8)
+                self.stage_mv = memoryview(self.stage)
+        start = self.used
+        self.stage_mv[start : start + n] = payload
+        self.used = start + n
         self.order.append((b, len(self.starts)))
         self.starts.append(start)
-        self.ends.append(len(self.buf))
+        self.ends.append(self.used)
         self.counts.append(b.record_count)
         self.positions.append(b.position)
         self.base_offsets.append(b.base_offset)
@@ -440,7 +459,7 @@ class _Group:
         if nb == 0:
             empty = np.zeros(0, np.int64)
             return None, empty.astype(np.bool_), empty
-        buf = np.frombuffer(self.buf, dtype=np.uint8) if self.buf else np.zeros(0, np.uint8)
+        buf = self.stage[: self.used]
         starts = np.array(self.starts, dtype=np.int64)
         ends = np.array(self.ends, dtype=np.int64)
         ok, stats = _scan(buf, starts, ends, np.array(self.counts, dtype=np.int64))
@@ -470,7 +489,6 @@ class _Group:
               np.array(self.append_times, dtype=np.int64), np.array(self.log_append, dtype=np.bool_),
               bpos, offsets, timestamps, attrs, sizes, koff, kvalid, kdata, voff, vvalid, vdata,
               hoff, hkoff, hkdata, hvoff, hvvalid, hvdata)
-        del buf
         hkeys = pa.Array.from_buffers(pa.string(), nh, [None, pa.py_buffer(hkoff), pa.py_buffer(hkdata)])
         structs = pa.StructArray.from_arrays([hkeys, _binary(hvoff, hvvalid, hvdata)],
                                              fields=list(HEADERS_TYPE.value_type))
@@ -479,10 +497,12 @@ class _Group:
                    _binary(koff, kvalid, kdata), _binary(voff, vvalid, vdata), headers]
         return pa.RecordBatch.from_arrays(columns, schema=RECORDS_ARROW_SCHEMA), ok, first
 
-    def flush(self, problems: ProblemLog | None, out: list[pa.RecordBatch]) -> None:
+    def flush(self) -> None:
         """Decode the gathered batches into ``out`` (in order); irregular ones by the careful reader."""
         if not self.order:
             return
+        problems = self.problems
+        out = self.out
         chunk, ok, first = self._kernel_chunk()
         lo = hi = 0  # pending slice of ``chunk``
         py_pos: list[int] = []
@@ -505,7 +525,7 @@ class _Group:
             out.append(_python_chunk(py_pos, py_recs))
         if hi > lo and chunk is not None:
             out.append(chunk.slice(lo, hi - lo))
-        self.__init__()
+        self._reset()
 
 
 # --------------------------------------------------------------------------------------------
@@ -544,7 +564,7 @@ def records_table(batches: Iterable[Batch], problems: ProblemLog | None = None) 
     [{'offset': 7, 'timestamp': 5, 'key': None, 'value': b'x', 'headers': [{'key': 'h', 'value': b'1'}]}]
     """
     chunks: list[pa.RecordBatch] = []
-    group = _Group()
+    group = _Group(problems, chunks)
     it: Iterator[Batch] = iter(batches)
     plist = problems.problems if problems is not None else None
     while True:
@@ -555,7 +575,7 @@ def records_table(batches: Iterable[Batch], problems: ProblemLog | None = None) 
         except StopIteration:
             done = True
         except Exception:
-            group.flush(problems, chunks)  # an earlier batch's problem comes first (strict logs)
+            group.flush()  # an earlier batch's problem comes first (strict logs)
             raise
         if plist is not None and len(plist) > before and len(group):
             # problems met while reading the next batch come after the records of the earlier ones
@@ -564,15 +584,15 @@ def records_table(batches: Iterable[Batch], problems: ProblemLog | None = None) 
             seen = problems._seen  # type: ignore[union-attr]
             for p in added:
                 seen.discard((p.position, p.kind, p.detail))
-            group.flush(problems, chunks)
+            group.flush()
             for p in added:
                 problems.report(p.position, p.kind, p.detail)  # type: ignore[union-attr]
         if done:
             break
         group.add(b)
         if group.full():
-            group.flush(problems, chunks)
-    group.flush(problems, chunks)
+            group.flush()
+    group.flush()
     return pa.Table.from_batches(chunks, schema=RECORDS_ARROW_SCHEMA)
 
 
