@@ -57,7 +57,7 @@ def _files_option(bundle: Bundle, artifacts: list) -> str:
     )
 
 
-def load(bundle: Bundle, spark: SparkSession, *, strict: bool = False) -> Tables:
+def load(bundle: Bundle, spark: SparkSession, *, strict: bool = False, verify_crc: bool = True) -> Tables:
     """Build the bundle's tables.
 
     Nothing is read until a DataFrame is evaluated; reading is spread over Spark tasks, one
@@ -71,6 +71,10 @@ def load(bundle: Bundle, spark: SparkSession, *, strict: bool = False) -> Tables
         From :func:`workbench.session` (its data sources must be registered).
     strict : bool
         Raise at the first unreadable byte instead of recording a problem.
+    verify_crc : bool
+        Check every batch's CRC-32C in the ``batches`` table (the default). ``False`` reads batch
+        headers only, for quick triage of very large bundles: ``crc_valid`` is then null, and
+        damage inside a batch's payload goes unnoticed (damaged headers are still reported).
 
     Returns
     -------
@@ -96,7 +100,7 @@ def load(bundle: Bundle, spark: SparkSession, *, strict: bool = False) -> Tables
     segments = bundle.of_kind("segment", "snapshot", "bootstrap")
     if segments:
         breader = (spark.read.format("kafka_batches").option("files", _files_option(bundle, segments))
-                   .option("strict", strict_opt))
+                   .option("strict", strict_opt).option("verify_crc", "true" if verify_crc else "false"))
         batches = breader.load()
         # metadata segments are read by both sources: take their problems once, from the metadata source
         data_only = [a for a in segments if a not in meta_files]

@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from workbench.errors import ConfigError
@@ -119,6 +120,26 @@ def fields_json(fields: dict) -> str:
     return json.dumps(fields, default=_json_default, separators=(",", ":"))
 
 
+def _problems_batch(pa: Any, partition: FilePartition, log: Any) -> Any:
+    """The problems of one partition as a ``problems`` table batch."""
+    return pa.RecordBatch.from_pydict(
+        {
+            "node_id": pa.array([partition.node_id] * len(log.problems), pa.int32()),
+            "path": pa.array([p.path for p in log.problems], pa.string()),
+            "position": pa.array([p.position for p in log.problems], pa.int64()),
+            "kind": pa.array([p.kind for p in log.problems], pa.string()),
+            "detail": pa.array([p.detail for p in log.problems], pa.string()),
+        }
+    )
+
+
+def local_path(path: str) -> str | None:
+    """The local file behind ``path`` (plain or ``file://``), or None for other filesystems."""
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    return None if "://" in path else path
+
+
 class _ArtifactReader(DataSourceReader):
     """Shared partitioning and problem emission; subclasses decode one file into columns."""
 
@@ -154,15 +175,7 @@ class _ArtifactReader(DataSourceReader):
                 yield self._to_arrow(pa, cols)
             return
         if log.problems:
-            yield pa.RecordBatch.from_pydict(
-                {
-                    "node_id": pa.array([partition.node_id] * len(log.problems), pa.int32()),
-                    "path": pa.array([p.path for p in log.problems], pa.string()),
-                    "position": pa.array([p.position for p in log.problems], pa.int64()),
-                    "kind": pa.array([p.kind for p in log.problems], pa.string()),
-                    "detail": pa.array([p.detail for p in log.problems], pa.string()),
-                }
-            )
+            yield _problems_batch(pa, partition, log)
 
     def _decode(self, partition: FilePartition, log: Any, cols: dict[str, list]) -> Iterator[None]:
         raise NotImplementedError
@@ -245,8 +258,12 @@ class MetadataSource(DataSource):
         return MetadataReader(schema, self.options)
 
 
+#: Largest millisecond timestamp whose microseconds fit a Spark timestamp; larger ones load as null.
+MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
+
+
 def _ms_to_us(ms: int) -> int | None:
-    return ms * 1000 if ms >= 0 else None
+    return ms * 1000 if 0 <= ms <= MAX_TIMESTAMP_MS else None
 
 
 def split_segment(part: FilePartition, size: int, index_path: str | None, split_bytes: int) -> list[FilePartition]:
@@ -271,12 +288,19 @@ def split_segment(part: FilePartition, size: int, index_path: str | None, split_
 
 
 class BatchesReader(_ArtifactReader):
-    """Batch headers of log segments: no record is decoded, so it runs near disk speed."""
+    """Batch headers of log segments: no record is decoded, so it runs near disk speed.
+
+    Local files go through :func:`~workbench.formats.fastscan.scan_batch_columns` (compiled
+    header hopping, bulk CRC check, the careful reader wherever a header is not clean) and become
+    Arrow batches column-wise; other filesystems (fsspec URLs) are read with the careful reader.
+    The option ``verify_crc=false`` reads headers only: ``crc_valid`` is then null.
+    """
 
     columns = column_names(BATCHES_SCHEMA)
 
     def __init__(self, schema: Any, options: dict[str, str]) -> None:
         super().__init__(schema, options)
+        self.verify = _parse_bool(options, "verify_crc", True)
         raw = options.get("split_bytes", str(SPLIT_BYTES))
         if not raw.isdigit() or int(raw) <= 0:
             raise ConfigError(f"option 'split_bytes' must be a positive integer, got {raw!r}")
@@ -294,6 +318,61 @@ class BatchesReader(_ArtifactReader):
                 size = 0
             out.extend(split_segment(part, size, index, self.split_bytes))
         return out
+
+    def read(self, partition: FilePartition) -> Iterator[Any]:  # type: ignore[override]
+        local = local_path(partition.path)
+        if local is None:
+            yield from super().read(partition)
+            return
+        import pyarrow as pa
+
+        from workbench.formats.fastscan import scan_batch_columns
+        from workbench.formats.problems import ProblemLog
+
+        log = ProblemLog(partition.path, strict=self.strict)
+        try:
+            for piece in scan_batch_columns(local, partition.path, problems=log, strict=self.strict,
+                                            start=partition.start, end=partition.end, verify=self.verify,
+                                            chunk=ARROW_BATCH_ROWS):
+                if self.emit == "rows" and len(piece["position"]):
+                    yield self._piece_to_arrow(pa, partition, piece)
+        except OSError as exc:
+            log.report(0, "unreadable", f"cannot read file: {exc}")
+        if self.emit == "problems" and log.problems:
+            yield _problems_batch(pa, partition, log)
+
+    def _piece_to_arrow(self, pa: Any, partition: FilePartition, piece: dict[str, Any]) -> Any:
+        """One piece of scanned columns as a ``batches`` table batch (timestamps in µs, -1 → null)."""
+        n = len(piece["position"])
+        ts = pa.timestamp("us", tz="UTC")
+        i32, i64 = pa.int32(), pa.int64()
+
+        def stamp(ms: Any) -> Any:
+            bad = (ms < 0) | (ms > MAX_TIMESTAMP_MS)
+            return pa.array(np.where(bad, 0, ms) * 1000, ts, mask=bad)
+
+        def const(value: Any, typ: Any) -> Any:
+            return pa.nulls(n, typ) if value is None else pa.array([value] * n, typ)
+
+        arrays = {
+            "node_id": const(partition.node_id, i32), "path": const(partition.path, pa.string()),
+            "topic": const(partition.topic, pa.string()), "partition": const(partition.partition, i32),
+            "segment_base_offset": const(partition.base_offset, i64),
+            "position": pa.array(piece["position"], i64), "base_offset": pa.array(piece["base_offset"], i64),
+            "last_offset": pa.array(piece["last_offset"], i64), "record_count": pa.array(piece["record_count"], i32),
+            "size": pa.array(piece["size"], i32), "magic": pa.array(piece["magic"], i32),
+            "compression": pa.array(piece["compression"], pa.string()),
+            "timestamp_type": pa.array(piece["timestamp_type"], pa.string()),
+            "base_timestamp": stamp(piece["base_timestamp"]), "max_timestamp": stamp(piece["max_timestamp"]),
+            "producer_id": pa.array(piece["producer_id"], i64),
+            "producer_epoch": pa.array(piece["producer_epoch"], i32),
+            "base_sequence": pa.array(piece["base_sequence"], i32),
+            "is_transactional": pa.array(piece["is_transactional"], pa.bool_()),
+            "is_control": pa.array(piece["is_control"], pa.bool_()),
+            "partition_leader_epoch": pa.array(piece["partition_leader_epoch"], i32),
+            "crc_valid": pa.array(piece["crc_valid"], pa.bool_(), mask=~piece["crc_checked"]),
+        }
+        return pa.RecordBatch.from_pydict({c: arrays[c] for c in self.columns})
 
     def _decode(self, partition: FilePartition, log: Any, cols: dict[str, list]) -> Iterator[None]:
         import fsspec
