@@ -27,7 +27,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import pyarrow.compute as pc  # noqa: E402
+
 from workbench.formats.batch import Record, encode_batch, read_batches  # noqa: E402
+from workbench.formats.fastrecords import records_table_from_file  # noqa: E402
+from workbench.formats.fastscan import scan_batch_columns  # noqa: E402
 from workbench.formats.problems import ProblemLog  # noqa: E402
 
 
@@ -86,7 +90,25 @@ def cat_pass(path: Path) -> int:
     return path.stat().st_size
 
 
+def scan_pass(path: Path, verify: bool = True) -> tuple[int, int, int]:
+    """The ``batches`` table the way the workbench builds it: the fast scan (CRC checked unless ``verify=False``)."""
+    log = ProblemLog(str(path))
+    batches = records = 0
+    for piece in scan_batch_columns(path, problems=log, verify=verify):
+        batches += len(piece["position"])
+        records += int(piece["record_count"].sum())
+    return batches, records, len(log)
+
+
+def fast_record_pass(path: Path) -> tuple[int, int, int]:
+    """Every record decoded into an Arrow table (offset, timestamp, key, value, headers): the compiled decoder."""
+    log = ProblemLog(str(path))
+    table = records_table_from_file(path, problems=log)
+    return pc.count_distinct(table["batch_position"]).as_py(), table.num_rows, len(log)
+
+
 def header_pass(path: Path) -> tuple[int, int, int]:
+    """The careful reader alone: one :class:`Batch` per batch, CRC checked."""
     log = ProblemLog(str(path))
     batches = records = 0
     with open(path, "rb") as f:
@@ -97,6 +119,7 @@ def header_pass(path: Path) -> tuple[int, int, int]:
 
 
 def record_pass(path: Path) -> tuple[int, int, int]:
+    """The pure-Python record loop: :meth:`Batch.records` on every batch (Record objects)."""
     log = ProblemLog(str(path))
     batches = records = 0
     with open(path, "rb") as f:
