@@ -31,6 +31,7 @@ modulo 2**64 (two's complement), as Java's long arithmetic would wrap it.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -68,9 +69,12 @@ fields (``key``/``value`` null when absent, header values null when absent).
 """
 
 _GROUP_BYTES = 16 << 20  # payload bytes gathered before the compiled passes run
-_GROUP_BATCHES = 1 << 16  # batches gathered at most
+_GROUP_BATCHES = 1024  # batches gathered at most (more live Batch objects make Python's GC costly)
+_SMALL_CHUNK = 4 << 20  # chunks smaller than this on average are combined at the end
 _MIN_RECORD = 7  # length, attributes, timestamp delta, offset delta, key, value, header count
 _STATS = 6  # per batch: records, key bytes, value bytes, headers, header key bytes, header value bytes
+# columns of the per-batch metadata handed to the compiled passes
+_M_START, _M_END, _M_POSITION, _M_BASE_OFFSET, _M_BASE_TS, _M_MAX_TS, _M_ATTRS, _M_COUNT = range(8)
 _TWO63 = 1 << 63
 _MASK64 = (1 << 64) - 1
 
@@ -236,13 +240,16 @@ def _scan_batch(buf: np.ndarray, start: int, end: int, count: int, stats: np.nda
 
 
 @njit(cache=True, nogil=True)
-def _scan(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """First pass over many batches: ``(ok per batch, stats per batch)`` (stats zero where not ok)."""
-    nb = starts.shape[0]
+def _scan(buf: np.ndarray, meta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First pass over many batches (``meta``: one ``_M_*`` row each): ``(ok, stats)`` per batch.
+
+    Stats are zero where not ok.
+    """
+    nb = meta.shape[0]
     ok = np.zeros(nb, np.bool_)
     stats = np.zeros((nb, _STATS), np.int64)
     for j in range(nb):
-        ok[j] = _scan_batch(buf, starts[j], ends[j], counts[j], stats[j])
+        ok[j] = _scan_batch(buf, meta[j, _M_START], meta[j, _M_END], meta[j, _M_COUNT], stats[j])
         if not ok[j]:
             stats[j, :] = 0
     return ok, stats
@@ -264,8 +271,7 @@ def _copy(typingctx: Any, src: Any, src_pos: Any, n: Any, dst: Any, dst_pos: Any
 
 
 @njit(cache=True, nogil=True)
-def _fill(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, ok: np.ndarray, positions: np.ndarray,
-          base_offsets: np.ndarray, base_timestamps: np.ndarray, append_times: np.ndarray, log_append: np.ndarray,
+def _fill(buf: np.ndarray, meta: np.ndarray, ok: np.ndarray,
           bpos: np.ndarray, offsets: np.ndarray, timestamps: np.ndarray, attrs: np.ndarray, sizes: np.ndarray,
           koff: np.ndarray, kvalid: np.ndarray, kdata: np.ndarray,
           voff: np.ndarray, vvalid: np.ndarray, vdata: np.ndarray,
@@ -283,16 +289,16 @@ def _fill(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, ok: np.ndarray,
     vc = 0
     hkc = 0
     hvc = 0
-    for j in range(starts.shape[0]):
+    for j in range(meta.shape[0]):
         if not ok[j]:
             continue
-        pos = starts[j]
-        end = ends[j]
-        base_offset = base_offsets[j]
-        base_ts = base_timestamps[j]
-        lat = log_append[j]
-        lat_ts = append_times[j]
-        bp = positions[j]
+        pos = meta[j, _M_START]
+        end = meta[j, _M_END]
+        base_offset = meta[j, _M_BASE_OFFSET]
+        base_ts = meta[j, _M_BASE_TS]
+        lat = (meta[j, _M_ATTRS] & 0x08) != 0
+        lat_ts = meta[j, _M_MAX_TS]
+        bp = meta[j, _M_POSITION]
         while pos < end:
             rstart = pos
             u, pos = _uvarint(buf, pos, end, 5)
@@ -389,8 +395,9 @@ def _python_chunk(positions: list[int], records: list[Record]) -> pa.RecordBatch
 class _Group:
     """Batches gathered for one run of the compiled passes, in file order.
 
-    Records bytes are copied into one staging buffer that is reused from run to run; decoded
-    rows go to ``out`` and the careful reader's problems to ``problems``.
+    Records bytes of the batches the compiled passes take are copied back to back into one
+    staging buffer that is reused from run to run; their header fields go to one row of ``meta``
+    each. Decoded rows go to ``out`` and the careful reader's problems to ``problems``.
     """
 
     def __init__(self, problems: ProblemLog | None, out: list[pa.RecordBatch]) -> None:
@@ -402,28 +409,23 @@ class _Group:
 
     def _reset(self) -> None:
         self.used = 0
-        self.order: list[tuple[Batch, int]] = []  # (batch, index of its kernel row or -1)
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.counts: list[int] = []
-        self.positions: list[int] = []
-        self.base_offsets: list[int] = []
-        self.base_timestamps: list[int] = []
-        self.append_times: list[int] = []
-        self.log_append: list[bool] = []
+        self.order: list[Batch] = []
+        self.meta = array("q")  # per compiled batch, the 8 _M_* columns
+        self.fallback: list[int] = []  # indices in ``order`` of the batches left to the careful reader
 
     def __len__(self) -> int:
         return len(self.order)
 
-    def full(self) -> bool:
-        return self.used >= _GROUP_BYTES or len(self.order) >= _GROUP_BATCHES
-
     def add(self, b: Batch) -> None:
-        """Gather ``b``: its (decompressed) records bytes for the compiled passes, or mark it for Python."""
+        """Gather ``b``: its (decompressed) records bytes for the compiled passes, or mark it for Python.
+
+        Runs the compiled passes when the group is full.
+        """
         data = b.data
-        codec = b.attributes & 7
+        attrs = b.attributes
+        codec = attrs & 7
         if b.magic != 2 or b._cache is not None or data is None or b.record_count < 0 or codec > 4:
-            self.order.append((b, -1))
+            self._later(b)
             return
         if codec == 0:
             payload: Any = data[V2_HEADER_SIZE:]
@@ -431,40 +433,40 @@ class _Group:
             try:
                 payload = decompress(CODEC_NAMES[codec], data[V2_HEADER_SIZE:], magic=2)
             except CodecError:  # the careful reader reports it
-                self.order.append((b, -1))
+                self._later(b)
                 return
-        n = len(payload)
-        if self.used + n > len(self.stage):
+        start = self.used
+        end = start + len(payload)
+        if end > len(self.stage):
             if self.order:
                 self.flush()
-            if n > len(self.stage):  # lazily allocated: pages cost only once written
-                self.stage = np.empty(max(n, _GROUP_BYTES), np.uint8)
+            start, end = 0, len(payload)
+            if end > len(self.stage):  # lazily allocated: pages cost only once written
+                self.stage = np.empty(max(end, _GROUP_BYTES), np.uint8)
                 self.stage_mv = memoryview(self.stage)
-        start = self.used
-        self.stage_mv[start : start + n] = payload
-        self.used = start + n
-        self.order.append((b, len(self.starts)))
-        self.starts.append(start)
-        self.ends.append(self.used)
-        self.counts.append(b.record_count)
-        self.positions.append(b.position)
-        self.base_offsets.append(b.base_offset)
-        self.base_timestamps.append(b.base_timestamp)
-        self.append_times.append(b.max_timestamp)
-        self.log_append.append(bool(b.attributes & 0x08))
+        self.stage_mv[start:end] = payload
+        self.used = end
+        self.order.append(b)
+        self.meta.extend((start, end, b.position, b.base_offset, b.base_timestamp, b.max_timestamp, attrs,
+                          b.record_count))
+        if end >= _GROUP_BYTES or len(self.order) >= _GROUP_BATCHES:
+            self.flush()
+
+    def _later(self, b: Batch) -> None:
+        self.fallback.append(len(self.order))
+        self.order.append(b)
+        if len(self.order) >= _GROUP_BATCHES:
+            self.flush()
 
     def _kernel_chunk(self) -> tuple[pa.RecordBatch | None, np.ndarray, np.ndarray]:
-        """Run both compiled passes: (rows of the clean batches, ok per kernel row, first row per kernel row)."""
-        nb = len(self.starts)
+        """Run both compiled passes: (rows of the clean batches, ok per meta row, first row per meta row)."""
+        nb = len(self.meta) // 8
         if nb == 0:
-            empty = np.zeros(0, np.int64)
-            return None, empty.astype(np.bool_), empty
+            return None, np.zeros(0, np.bool_), np.zeros(1, np.int64)
         buf = self.stage[: self.used]
-        starts = np.array(self.starts, dtype=np.int64)
-        ends = np.array(self.ends, dtype=np.int64)
-        ok, stats = _scan(buf, starts, ends, np.array(self.counts, dtype=np.int64))
-        tot = stats.sum(axis=0)
-        n, nk, nv, nh, nhk, nhv = (int(x) for x in tot)
+        meta = np.array(self.meta, dtype=np.int64).reshape(nb, 8)
+        ok, stats = _scan(buf, meta)
+        n, nk, nv, nh, nhk, nhv = (int(x) for x in stats.sum(axis=0))
         first = np.zeros(nb + 1, np.int64)
         np.cumsum(stats[:, 0], out=first[1:])
         bpos = np.empty(n, np.int64)
@@ -484,10 +486,7 @@ class _Group:
         hvoff = np.empty(nh + 1, np.int64)
         hvvalid = np.empty(nh, np.uint8)
         hvdata = np.empty(nhv, np.uint8)
-        _fill(buf, starts, ends, ok, np.array(self.positions, dtype=np.int64),
-              np.array(self.base_offsets, dtype=np.int64), np.array(self.base_timestamps, dtype=np.int64),
-              np.array(self.append_times, dtype=np.int64), np.array(self.log_append, dtype=np.bool_),
-              bpos, offsets, timestamps, attrs, sizes, koff, kvalid, kdata, voff, vvalid, vdata,
+        _fill(buf, meta, ok, bpos, offsets, timestamps, attrs, sizes, koff, kvalid, kdata, voff, vvalid, vdata,
               hoff, hkoff, hkdata, hvoff, hvvalid, hvdata)
         hkeys = pa.Array.from_buffers(pa.string(), nh, [None, pa.py_buffer(hkoff), pa.py_buffer(hkdata)])
         structs = pa.StructArray.from_arrays([hkeys, _binary(hvoff, hvvalid, hvdata)],
@@ -501,19 +500,30 @@ class _Group:
         """Decode the gathered batches into ``out`` (in order); irregular ones by the careful reader."""
         if not self.order:
             return
-        problems = self.problems
-        out = self.out
         chunk, ok, first = self._kernel_chunk()
+        out = self.out
+        if not self.fallback and ok.all():
+            if chunk is not None and chunk.num_rows:
+                out.append(chunk)
+            self._reset()
+            return
+        problems = self.problems
+        okl = ok.tolist()
+        firstl = first.tolist()
+        fallback = set(self.fallback)
+        k = 0  # next meta row
         lo = hi = 0  # pending slice of ``chunk``
         py_pos: list[int] = []
         py_recs: list[Record] = []
-        for b, k in self.order:
-            if k >= 0 and ok[k]:
-                if py_recs:
-                    out.append(_python_chunk(py_pos, py_recs))
-                    py_pos, py_recs = [], []
-                hi = int(first[k + 1])
-                continue
+        for i, b in enumerate(self.order):
+            if i not in fallback:
+                k += 1
+                if okl[k - 1]:
+                    if py_recs:
+                        out.append(_python_chunk(py_pos, py_recs))
+                        py_pos, py_recs = [], []
+                    hi = firstl[k]
+                    continue
             if hi > lo and chunk is not None:
                 out.append(chunk.slice(lo, hi - lo))
             lo = hi
@@ -590,10 +600,11 @@ def records_table(batches: Iterable[Batch], problems: ProblemLog | None = None) 
         if done:
             break
         group.add(b)
-        if group.full():
-            group.flush()
     group.flush()
-    return pa.Table.from_batches(chunks, schema=RECORDS_ARROW_SCHEMA)
+    table = pa.Table.from_batches(chunks, schema=RECORDS_ARROW_SCHEMA)
+    if len(chunks) > 1 and table.nbytes < _SMALL_CHUNK * len(chunks):
+        table = table.combine_chunks()  # e.g. a file of one-record batches: not thousands of tiny chunks
+    return table
 
 
 def records_table_from_file(path: str | Path, problems: ProblemLog | None = None, strict: bool = False) -> pa.Table:
