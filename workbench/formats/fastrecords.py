@@ -7,7 +7,8 @@ v2 batches none of the per-record Python objects are needed:
 
 1. consecutive v2 batches are gathered into one buffer (uncompressed payloads copied, compressed
    ones decompressed by :func:`~workbench.formats.compression.decompress` exactly as the careful
-   reader does), up to a few MiB at a time;
+   reader does), up to 16 MiB or 1024 batches at a time (one compiled call per run, so files of
+   one-record batches are not dominated by call overhead, and few Batch objects stay alive);
 2. a compiled pass walks every record of every gathered batch, checks it as strictly as the
    careful reader does, and counts records, payload bytes and headers per batch;
 3. a second compiled pass writes offsets, timestamps, sizes and the key, value and header bytes
@@ -553,8 +554,8 @@ def records_table(batches: Iterable[Batch], problems: ProblemLog | None = None) 
     Parameters
     ----------
     batches : iterable of Batch
-        E.g. :func:`~workbench.formats.batch.read_batches` of a segment; consumed lazily, a few
-        MiB of batches at a time.
+        E.g. :func:`~workbench.formats.batch.read_batches` of a segment; consumed lazily, at
+        most 16 MiB of records bytes or 1024 batches at a time.
     problems : ProblemLog, optional
         Receives record-level problems (``record_error``, ``decompress_error``,
         ``unknown_codec``). Without one they are dropped.
