@@ -590,11 +590,7 @@ def records_table(batches: Iterable[Batch], problems: ProblemLog | None = None) 
             raise
         if plist is not None and len(plist) > before and len(group):
             # problems met while reading the next batch come after the records of the earlier ones
-            added = plist[before:]
-            del plist[before:]
-            seen = problems._seen  # type: ignore[union-attr]
-            for p in added:
-                seen.discard((p.position, p.kind, p.detail))
+            added = problems.take_since(before)  # type: ignore[union-attr]
             group.flush()
             for p in added:
                 problems.report(p.position, p.kind, p.detail)  # type: ignore[union-attr]

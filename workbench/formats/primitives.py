@@ -24,7 +24,7 @@ def read_uvarint(buf: bytes | memoryview, pos: int, max_bytes: int = MAX_VARINT_
     result = 0
     shift = 0
     end = len(buf)
-    for i in range(max_bytes):
+    for _ in range(max_bytes):
         if pos >= end:
             raise ValueError(f"truncated varint at byte {pos}")
         b = buf[pos]

@@ -70,5 +70,23 @@ class ProblemLog:
         self._seen.add(key)
         self.problems.append(Problem(self.path, position, kind, detail))
 
+    def take_since(self, n: int) -> list[Problem]:
+        """Remove and return the problems recorded after the first ``n`` (to report them again later).
+
+        A reader that decodes ahead uses it to keep problems in file order.
+
+        Examples
+        --------
+        >>> log = ProblemLog("seg.log")
+        >>> log.report(10, "truncated", "x")
+        >>> [p.position for p in log.take_since(0)], len(log)
+        ([10], 0)
+        """
+        taken = self.problems[n:]
+        del self.problems[n:]
+        for p in taken:
+            self._seen.discard((p.position, p.kind, p.detail))
+        return taken
+
     def __len__(self) -> int:
         return len(self.problems)
