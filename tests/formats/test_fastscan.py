@@ -243,3 +243,19 @@ def test_clean_files_never_need_the_careful_reader(tmp_path, monkeypatch, kafka_
     path.write_bytes(bytes(d))
     assert concat_columns(list(scan_batch_columns(path)))["position"].tolist() == positions
     assert calls == [positions[20]]
+
+
+def test_without_positioned_reads_the_careful_reader_serves(tmp_path, monkeypatch):
+    """Where ``os.preadv`` is missing (Windows) the scan is the careful reader's, still in pieces."""
+    import os
+
+    data, positions = segment([(2, 50, "none")] * 30)
+    d = bytearray(data)
+    flip(d, positions[7] + 70)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(bytes(d) + bytes(300))
+    with_preadv = assert_same(path, chunk=4)
+    monkeypatch.delattr(os, "preadv")
+    without = assert_same(path, chunk=4)
+    assert all(np.array_equal(with_preadv[name], without[name]) for name in SCAN_COLUMNS)
+    assert max(len(p["position"]) for p in scan_batch_columns(path, chunk=4)) == 4

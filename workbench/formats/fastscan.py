@@ -380,6 +380,17 @@ def scan_batch_columns(
     p = Path(path)
     display = str(path) if display_path is None else display_path
     log = _resolve_log(problems, display, strict)
+    if not hasattr(os, "preadv"):  # no positioned reads here (Windows): the careful reader, in pieces
+        with open(p, "rb") as f:
+            piece: list[Batch] = []
+            for b in read_batches(f, display, problems=log, strict=strict, start=start, end=end):
+                piece.append(b)
+                if len(piece) == chunk:
+                    yield _careful_columns(piece)
+                    piece = []
+            if piece:
+                yield _careful_columns(piece)
+        return
     yield from _pieces(p, display, log, strict, start, end, verify, max(1, int(chunk)))
 
 
