@@ -10,6 +10,7 @@ and every hand-over, and on randomly damaged files. The corruption corpus
 
 from __future__ import annotations
 
+import itertools
 import random
 import struct
 from pathlib import Path
@@ -82,8 +83,7 @@ def segment(specs: list[tuple[int, int, str]], seed: int = 7) -> tuple[bytes, li
 def test_real_kafka_segments_and_snapshots(kafka_bundle):
     """Every .log and .checkpoint of real bundles, both Kafka versions: identical tables."""
     files = []
-    for name, version in (("consumer_lag", "4.3.1"), ("isr", "4.3.1"), ("mm2", "4.3.1"), ("tiered", "4.3.1"),
-                          ("consumer_lag", "3.9.2"), ("isr", "3.9.2")):
+    for name, version in itertools.product(("isr", "consumer_lag", "quorum", "tiered", "mm2"), ("4.3.1", "3.9.2")):
         bundle = Path(kafka_bundle(name, version))
         files += sorted(p for p in bundle.glob("nodes/*/**/*") if p.suffix in (".log", ".checkpoint") and p.is_file())
     assert len(files) > 100
