@@ -32,7 +32,7 @@ def test_topics_describe():
 def test_quorum_replication():
     text = ("NodeId\tDirectoryId           \tLogEndOffset\tLag\tLastFetchTimestamp\tLastCaughtUpTimestamp\tStatus  \t\n"
             "2     \tAAAAAAAAAAAAAAAAAAAAAA\t149         \t0  \t1795290643075     \t1795290643075        \tLeader  \t\n"
-            "6     \t4k03mEJD2TrASQT3SzN7bw\t70          \t79 \t1795290609539     \t1795290609038        \tObserver\t\n")
+            "6     \t4k03mEJD2TrASQT3SzN7bw\t70          \t79 \t1795290609539     \t1795290609038        \tObserver\t\n")  # noqa: E501
     rows, problems = parse_quorum_replication(text)
     assert rows == [
         {"node_id": 2, "directory_id": "AAAAAAAAAAAAAAAAAAAAAA", "log_end_offset": 149, "lag": 0,

@@ -127,6 +127,50 @@ def load(bundle: Bundle, spark: SparkSession, *, strict: bool = False, verify_cr
     return Tables(inventory=inventory, metadata=metadata, batches=batches, metrics=metrics, problems=problems)
 
 
+def load_records(bundle: Bundle, spark: SparkSession, *, topics: list[str] | None = None, payloads: bool = False,
+                 strict: bool = False) -> tuple[DataFrame, DataFrame]:
+    """The ``records`` table of a bundle's data segments, and the problems met decoding it.
+
+    Kept apart from :func:`load` because it decodes every record: evaluate it for the topics
+    you need. Rows: ``RECORDS_SCHEMA`` (node_id, path, topic, partition, batch_position, offset,
+    timestamp, attributes, size, key_size, value_size, key, value, headers).
+
+    Parameters
+    ----------
+    bundle : Bundle
+        From :func:`workbench.open_bundle`.
+    spark : SparkSession
+        From :func:`workbench.session`.
+    topics : list of str, optional
+        Only these topics' segments (all data segments by default; KRaft metadata logs are the
+        ``metadata`` table's business and are left out).
+    payloads : bool
+        Keep keys, values and header values. By default they are redacted (null) and only their
+        sizes are kept, so that reports built on the table carry no payload.
+    strict : bool
+        Raise at the first unreadable byte instead of recording a problem.
+
+    Returns
+    -------
+    (DataFrame, DataFrame)
+        The records and their problems (``PROBLEMS_SCHEMA``), batch- and record-level.
+
+    Examples
+    --------
+    >>> records, problems = load_records(open_bundle("bundle/"), spark, topics=["orders"])  # doctest: +SKIP
+    """
+    from workbench.spark.sources import PROBLEMS_SCHEMA, RECORDS_SCHEMA
+
+    meta = {a.path for a in bundle.metadata_files}
+    segments = [a for a in bundle.of_kind("segment") if a.path not in meta and a.path.endswith(".log")
+                and (topics is None or a.topic in topics)]
+    if not segments:
+        return spark.createDataFrame([], RECORDS_SCHEMA), spark.createDataFrame([], PROBLEMS_SCHEMA)
+    reader = (spark.read.format("kafka_records").option("files", _files_option(bundle, segments))
+              .option("strict", "true" if strict else "false").option("payloads", "true" if payloads else "false"))
+    return reader.load(), reader.option("emit", "problems").load()
+
+
 def _metric_files(bundle: Bundle) -> list[dict]:
     """JmxTool CSV files, with the node each was sampled from (manifest, else a leading number)."""
     nodes = {m.get("file"): m.get("node") for m in (bundle.manifest or {}).get("metrics", [])}

@@ -435,6 +435,103 @@ class BatchesSource(DataSource):
         return BatchesReader(schema, self.options)
 
 
+RECORDS_SCHEMA = (
+    "node_id int, path string, topic string, partition int, batch_position long, offset long, "
+    "timestamp timestamp, attributes int, size int, key_size int, value_size int, key binary, value binary, "
+    "headers array<struct<key:string,value:binary>>"
+)
+
+
+class RecordsReader(BatchesReader):
+    """Records of log segments, decoded by :mod:`workbench.formats.fastrecords` (compiled loops).
+
+    Payloads are redacted unless the option ``payloads=true`` is given: ``key``, ``value`` and
+    header values are then null, while ``key_size``/``value_size`` (-1 when absent) and header
+    keys stay. Segments over ``split_bytes`` are split at ``.index`` batch boundaries, as for
+    the ``batches`` table, which bounds each task's memory.
+    """
+
+    columns = column_names(RECORDS_SCHEMA)
+
+    def __init__(self, schema: Any, options: dict[str, str]) -> None:
+        super().__init__(schema, options)
+        self.payloads = _parse_bool(options, "payloads", False)
+
+    def read(self, partition: FilePartition) -> Iterator[Any]:  # type: ignore[override]
+        import fsspec
+        import pyarrow as pa
+
+        from workbench.formats.batch import read_batches
+        from workbench.formats.fastrecords import records_table
+        from workbench.formats.problems import ProblemLog
+
+        log = ProblemLog(partition.path, strict=self.strict)
+        table = None
+        try:
+            with fsspec.open(partition.path, "rb") as f:
+                table = records_table(read_batches(f, partition.path, problems=log, strict=self.strict,
+                                                   start=partition.start, end=partition.end), log)
+        except OSError as exc:
+            log.report(0, "unreadable", f"cannot read file: {exc}")
+        if self.emit == "problems":
+            if log.problems:
+                yield _problems_batch(pa, partition, log)
+            return
+        if table is not None:
+            for chunk in table.to_batches(max_chunksize=ARROW_BATCH_ROWS):
+                yield self._chunk_to_arrow(pa, partition, chunk)
+
+    def _chunk_to_arrow(self, pa: Any, partition: FilePartition, chunk: Any) -> Any:
+        import pyarrow.compute as pc
+
+        n = chunk.num_rows
+        i32 = pa.int32()
+        key, value, headers = chunk.column("key"), chunk.column("value"), chunk.column("headers")
+        ms = chunk.column("timestamp").to_numpy(zero_copy_only=False)
+        bad = (ms < 0) | (ms > MAX_TIMESTAMP_MS)
+        header_type = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+        if self.payloads:
+            key, value = key.cast(pa.binary()), value.cast(pa.binary())
+            headers = headers.cast(header_type)
+        else:
+            key, value = pa.nulls(n, pa.binary()), pa.nulls(n, pa.binary())
+            flat = headers.values  # the whole child array: the offsets of a slice index into it
+            redacted = pa.StructArray.from_arrays([flat.field("key"), pa.nulls(len(flat), pa.binary())],
+                                                  fields=list(header_type.value_type))
+            headers = pa.ListArray.from_arrays(headers.offsets, redacted, type=header_type)
+
+        def size(col: Any) -> Any:
+            return pc.fill_null(pc.binary_length(col), -1).cast(i32)
+
+        def const(v: Any, typ: Any) -> Any:
+            return pa.nulls(n, typ) if v is None else pa.array([v] * n, typ)
+
+        arrays = {
+            "node_id": const(partition.node_id, i32), "path": const(partition.path, pa.string()),
+            "topic": const(partition.topic, pa.string()), "partition": const(partition.partition, i32),
+            "batch_position": chunk.column("batch_position"), "offset": chunk.column("offset"),
+            "timestamp": pa.array(np.where(bad, 0, ms) * 1000, pa.timestamp("us", tz="UTC"), mask=bad),
+            "attributes": chunk.column("attributes").cast(i32), "size": chunk.column("size"),
+            "key_size": size(chunk.column("key")), "value_size": size(chunk.column("value")),
+            "key": key, "value": value, "headers": headers,
+        }
+        return pa.RecordBatch.from_pydict({c: arrays[c] for c in self.columns})
+
+
+class RecordsSource(DataSource):
+    """``spark.read.format("kafka_records")``: one row per record of every log segment."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka_records"
+
+    def schema(self) -> str:
+        return PROBLEMS_SCHEMA if self.options.get("emit") == "problems" else RECORDS_SCHEMA
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return RecordsReader(schema, self.options)
+
+
 METRICS_SCHEMA = (
     "node_id int, path string, metric string, mbean string, attribute string, labels map<string,string>, "
     "timestamp timestamp, value double"
@@ -500,7 +597,7 @@ class JmxSource(DataSource):
         return JmxReader(schema, self.options)
 
 
-SOURCES: tuple[type[DataSource], ...] = (MetadataSource, BatchesSource, JmxSource)
+SOURCES: tuple[type[DataSource], ...] = (MetadataSource, BatchesSource, RecordsSource, JmxSource)
 
 
 def register_sources(spark: Any) -> None:
