@@ -266,6 +266,17 @@ def _ms_to_us(ms: int) -> int | None:
     return ms * 1000 if 0 <= ms <= MAX_TIMESTAMP_MS else None
 
 
+def _timestamps(pa: Any, ms: Any) -> Any:
+    """Millisecond timestamps (a NumPy int64 array) as Spark's µs timestamps; out-of-range ones null."""
+    bad = (ms < 0) | (ms > MAX_TIMESTAMP_MS)
+    return pa.array(np.where(bad, 0, ms) * 1000, pa.timestamp("us", tz="UTC"), mask=bad)
+
+
+def _constant(pa: Any, n: int, value: Any, typ: Any) -> Any:
+    """A column of ``n`` copies of ``value`` (nulls for None): a partition's node, path, topic, ..."""
+    return pa.nulls(n, typ) if value is None else pa.array([value] * n, typ)
+
+
 def split_segment(part: FilePartition, size: int, index_path: str | None, split_bytes: int) -> list[FilePartition]:
     """Byte ranges of one segment that start at batch boundaries known from its offset index."""
     if size <= split_bytes or index_path is None:
@@ -344,26 +355,19 @@ class BatchesReader(_ArtifactReader):
     def _piece_to_arrow(self, pa: Any, partition: FilePartition, piece: dict[str, Any]) -> Any:
         """One piece of scanned columns as a ``batches`` table batch (timestamps in µs, -1 → null)."""
         n = len(piece["position"])
-        ts = pa.timestamp("us", tz="UTC")
         i32, i64 = pa.int32(), pa.int64()
-
-        def stamp(ms: Any) -> Any:
-            bad = (ms < 0) | (ms > MAX_TIMESTAMP_MS)
-            return pa.array(np.where(bad, 0, ms) * 1000, ts, mask=bad)
-
-        def const(value: Any, typ: Any) -> Any:
-            return pa.nulls(n, typ) if value is None else pa.array([value] * n, typ)
-
         arrays = {
-            "node_id": const(partition.node_id, i32), "path": const(partition.path, pa.string()),
-            "topic": const(partition.topic, pa.string()), "partition": const(partition.partition, i32),
-            "segment_base_offset": const(partition.base_offset, i64),
+            "node_id": _constant(pa, n, partition.node_id, i32), "path": _constant(pa, n, partition.path, pa.string()),
+            "topic": _constant(pa, n, partition.topic, pa.string()),
+            "partition": _constant(pa, n, partition.partition, i32),
+            "segment_base_offset": _constant(pa, n, partition.base_offset, i64),
             "position": pa.array(piece["position"], i64), "base_offset": pa.array(piece["base_offset"], i64),
             "last_offset": pa.array(piece["last_offset"], i64), "record_count": pa.array(piece["record_count"], i32),
             "size": pa.array(piece["size"], i32), "magic": pa.array(piece["magic"], i32),
             "compression": pa.array(piece["compression"], pa.string()),
             "timestamp_type": pa.array(piece["timestamp_type"], pa.string()),
-            "base_timestamp": stamp(piece["base_timestamp"]), "max_timestamp": stamp(piece["max_timestamp"]),
+            "base_timestamp": _timestamps(pa, piece["base_timestamp"]),
+            "max_timestamp": _timestamps(pa, piece["max_timestamp"]),
             "producer_id": pa.array(piece["producer_id"], i64),
             "producer_epoch": pa.array(piece["producer_epoch"], i32),
             "base_sequence": pa.array(piece["base_sequence"], i32),
@@ -487,8 +491,6 @@ class RecordsReader(BatchesReader):
         n = chunk.num_rows
         i32 = pa.int32()
         key, value, headers = chunk.column("key"), chunk.column("value"), chunk.column("headers")
-        ms = chunk.column("timestamp").to_numpy(zero_copy_only=False)
-        bad = (ms < 0) | (ms > MAX_TIMESTAMP_MS)
         header_type = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
         if self.payloads:
             key, value = key.cast(pa.binary()), value.cast(pa.binary())
@@ -503,14 +505,12 @@ class RecordsReader(BatchesReader):
         def size(col: Any) -> Any:
             return pc.fill_null(pc.binary_length(col), -1).cast(i32)
 
-        def const(v: Any, typ: Any) -> Any:
-            return pa.nulls(n, typ) if v is None else pa.array([v] * n, typ)
-
         arrays = {
-            "node_id": const(partition.node_id, i32), "path": const(partition.path, pa.string()),
-            "topic": const(partition.topic, pa.string()), "partition": const(partition.partition, i32),
+            "node_id": _constant(pa, n, partition.node_id, i32), "path": _constant(pa, n, partition.path, pa.string()),
+            "topic": _constant(pa, n, partition.topic, pa.string()),
+            "partition": _constant(pa, n, partition.partition, i32),
             "batch_position": chunk.column("batch_position"), "offset": chunk.column("offset"),
-            "timestamp": pa.array(np.where(bad, 0, ms) * 1000, pa.timestamp("us", tz="UTC"), mask=bad),
+            "timestamp": _timestamps(pa, chunk.column("timestamp").to_numpy(zero_copy_only=False)),
             "attributes": chunk.column("attributes").cast(i32), "size": chunk.column("size"),
             "key_size": size(chunk.column("key")), "value_size": size(chunk.column("value")),
             "key": key, "value": value, "headers": headers,
