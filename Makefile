@@ -1,6 +1,8 @@
 # Two commands for a newcomer: `make demo` and `make test`. Each bootstraps .venv from
 # requirements.txt. Downloads (pip wheels, Kafka jars, scenario bundles) are cached outside the
-# repository, under ~/.cache, so later runs are fast.
+# repository, under ~/.cache (Kafka's under $KAFKA_WORKBENCH_CACHE), so later runs are fast.
+# `make test` builds every scenario bundle the suite reads before pytest starts; .ci/run runs it
+# on an empty KAFKA_WORKBENCH_CACHE.
 
 PYTHON3 ?= python3
 VENV    := .venv
@@ -9,8 +11,10 @@ STAMP   := $(VENV)/.installed
 KAFKA_WORKBENCH_CACHE ?= $(HOME)/.cache/kafka-workbench
 export KAFKA_WORKBENCH_CACHE
 PYTEST_ARGS ?=
+# scenario builds run at once (each mostly waits on its clusters' timers)
+SCENARIO_JOBS ?= 3
 
-.PHONY: venv demo test scenarios kafka chromium lint clean
+.PHONY: venv demo test scenarios kafka chromium lint clean notebooks
 
 venv: $(STAMP)
 
@@ -30,9 +34,10 @@ demo: venv
 kafka: venv
 	$(PY) -m peer fetch
 
-# Incident scenarios run on real Kafka clusters on 127.0.0.1, cached per Kafka version and definition
+# Incident scenarios run on real Kafka clusters on 127.0.0.1, cached per Kafka version and definition:
+# exactly the set the tests read (peer.scenario.DEFAULT_SETS, every scenario on both releases)
 scenarios: kafka
-	$(PY) -m peer scenarios
+	$(PY) -m peer scenarios --jobs $(SCENARIO_JOBS)
 
 # Debian's chromium for the browser tests (Playwright's own browser download is not used)
 chromium:
@@ -40,6 +45,12 @@ chromium:
 
 test: venv chromium scenarios
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The notebooks from their jupytext scripts, and the incident report composed from the section notebooks
+notebooks: venv
+	$(VENV)/bin/jupytext --quiet --to ipynb --update notebooks/[0-9][0-9]_*.py
+	$(PY) -c "from workbench.report import write_composed_notebook; write_composed_notebook()"
+	$(VENV)/bin/jupytext --quiet --to py:percent notebooks/incident_report.ipynb
 
 lint: venv
 	$(VENV)/bin/ruff check workbench widgets peer tests

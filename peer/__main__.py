@@ -4,17 +4,21 @@ Usage::
 
     python -m peer fetch [--version V ...]              (default: every pinned version)
     python -m peer scenarios [--version V ...] [--only NAME ...] [--force] [--attempts N]
-                                                       (default: peer.scenario.DEFAULT_SETS)
+                             [--jobs N]                (default: peer.scenario.DEFAULT_SETS)
     python -m peer demo --out DIR [--version V]
 
 ``scenarios`` prints one bundle directory per line on stdout (progress goes to stderr) and
-exits 1 when a scenario fails, after printing the tails of the node logs.
+exits 1 when a scenario fails, after printing the tails of the node logs. With ``--jobs N`` it
+runs up to N builds at once, each in its own process, longest first (a build mostly waits on
+the clusters' timers, so a few share a small machine; the machine-wide limit is
+``$KAFKA_WORKBENCH_SCENARIO_SLOTS``).
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
 import sys
 import tarfile
 import time
@@ -23,6 +27,9 @@ from pathlib import Path
 from peer.errors import PeerError
 from peer.kafka import DEFAULT_VERSION, VERSIONS, fetch
 from peer.scenario import DEFAULT_SETS, SCENARIOS, build
+
+#: Scenarios by how long they take to build (longest first), to pack parallel builds.
+_LONGEST_FIRST = ("tiered", "mm2", "mm2_partial", "consumer_lag", "quorum", "isr")
 
 
 def _log(msg: str) -> None:
@@ -59,6 +66,36 @@ def write_demo(out: Path, version: str = DEFAULT_VERSION) -> Path:
     return out
 
 
+def _build_in_parallel(wanted: list[tuple[str, str]], args: argparse.Namespace) -> int:
+    """Build each (version, name) in a child ``python -m peer scenarios`` process, ``args.jobs``
+    at a time, longest first; prints each bundle directory as its build ends."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def rank(item: tuple[str, str]) -> int:
+        name = item[1]
+        return _LONGEST_FIRST.index(name) if name in _LONGEST_FIRST else len(_LONGEST_FIRST)
+
+    def one(item: tuple[str, str]) -> bool:
+        version, name = item
+        argv = [sys.executable, "-m", "peer", "scenarios", "--version", version, "--only", name,
+                "--attempts", str(args.attempts)] + (["--force"] if args.force else [])
+        # progress and failures go straight to our stderr; the bundle path comes back on stdout
+        done = subprocess.run(argv, stdout=subprocess.PIPE, text=True, check=False)
+        if done.stdout:
+            print(done.stdout.strip(), flush=True)
+        if done.returncode != 0:
+            _log(f"{name} ({version}): build failed (exit {done.returncode})")
+        return done.returncode == 0
+
+    ordered = sorted(wanted, key=rank)
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(one, ordered))
+    _log(f"{len(ordered)} scenario bundles, {args.jobs} at a time: "
+         f"{time.monotonic() - started:.1f} s")
+    return 0 if all(results) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m peer``; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m peer", description=__doc__.split("\n")[1])
@@ -72,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     p_sc.add_argument("--attempts", type=int, default=2,
                       help="tries per scenario before giving up (real clusters on a busy "
                            "machine can miss a timing bound once); default 2")
+    p_sc.add_argument("--jobs", type=int, default=1,
+                      help="builds run at once, each in its own process; default 1")
     p_demo = sub.add_parser("demo", help="write the small isr demo bundle")
     p_demo.add_argument("--out", required=True, type=Path)
     p_demo.add_argument("--version", default=DEFAULT_VERSION, choices=list(VERSIONS))
@@ -85,17 +124,20 @@ def main(argv: list[str] | None = None) -> int:
                 _log(f"Kafka {version}: {kafka.lib} ({time.monotonic() - started:.1f} s)")
                 print(kafka.lib)
         elif args.command == "scenarios":
+            wanted = [(version, name) for version in args.version or list(VERSIONS)
+                      for name in args.only or DEFAULT_SETS.get(version, SCENARIOS)]
+            if args.jobs > 1 and len(wanted) > 1:
+                return _build_in_parallel(wanted, args)
             failed = False
-            for version in args.version or list(VERSIONS):
-                for name in args.only or DEFAULT_SETS.get(version, SCENARIOS):
-                    for attempt in range(1, args.attempts + 1):
-                        try:
-                            print(build(name, version, force=args.force, log=_log), flush=True)
-                            break
-                        except PeerError as exc:
-                            _log(f"{name} ({version}) FAILED (attempt {attempt}):\n{exc}")
-                    else:
-                        failed = True
+            for version, name in wanted:
+                for attempt in range(1, args.attempts + 1):
+                    try:
+                        print(build(name, version, force=args.force, log=_log), flush=True)
+                        break
+                    except PeerError as exc:
+                        _log(f"{name} ({version}) FAILED (attempt {attempt}):\n{exc}")
+                else:
+                    failed = True
             return 1 if failed else 0
         elif args.command == "demo":
             print(write_demo(args.out, args.version))

@@ -7,6 +7,9 @@ The layout is a contract read by the rest of the project::
     <bundle>/dumps/<relative path>.txt       kafka-dump-log output per .log / .checkpoint file
     <bundle>/tools/<t_ms>-<tool>.txt         captured tool output
     <bundle>/metrics/<node>-<what>.csv       JmxTool CSV samples
+    <bundle>/metrics/<node>-<t_ms>.prom      Prometheus text scraped from the JMX exporter
+    <bundle>/nodes/<node_id>/config/server.properties   the node's configuration
+    <bundle>/nodes/<node_id>/log4j/*.log     the node's server.log, controller.log, state-change.log
     <bundle>/remote/...                      LocalTieredStorage directory (tiered scenario)
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -90,6 +94,7 @@ class BundleWriter:
     def __init__(self, root: Path, scenario: str, kafka: Kafka, cluster_id: str) -> None:
         self.root = root
         self.kafka = kafka
+        self._lock = threading.RLock()
         root.mkdir(parents=True, exist_ok=True)
         self.manifest: dict[str, Any] = {
             "scenario": scenario,
@@ -154,9 +159,14 @@ class BundleWriter:
                             f"{result.stderr[-3000:]}")
         return result.stdout
 
-    def metric(self, rel: str, node: int, what: str) -> Path:
-        """Register a metrics CSV ``rel`` (under ``metrics/``) and return its absolute path."""
-        self.manifest["metrics"].append({"file": rel, "node": node, "what": what})
+    def metric(self, rel: str, node: int, what: str, **extra: Any) -> Path:
+        """Register a metrics file ``rel`` (under ``metrics/``) and return its absolute path.
+
+        ``extra`` goes into the manifest entry (``format``, ``t_ms`` of a Prometheus scrape).
+        Safe to call from sampler threads; the manifest is written by the next :meth:`save`.
+        """
+        with self._lock:
+            self.manifest["metrics"].append({"file": rel, "node": node, "what": what, **extra})
         path = self.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
@@ -169,13 +179,16 @@ class BundleWriter:
     # -- dumps ----------------------------------------------------------------------------
 
     def dump_files(self) -> list[str]:
-        """Relative paths of every ``.log`` and ``.checkpoint`` file under ``nodes/`` and
-        ``remote/``."""
+        """Relative paths of every ``.log`` and ``.checkpoint`` file under ``nodes/<id>/logs/``
+        and ``remote/``."""
         found = []
         for top in ("nodes", "remote"):
             for path in sorted((self.root / top).rglob("*")):
+                rel = path.relative_to(self.root)
+                if top == "nodes" and (len(rel.parts) < 3 or rel.parts[2] != "logs"):
+                    continue  # nodes/<id>/log4j/server.log is a log4j file, not a segment
                 if path.is_file() and path.suffix in (".log", ".checkpoint"):
-                    found.append(path.relative_to(self.root).as_posix())
+                    found.append(rel.as_posix())
         return found
 
     def dump_all(self, files: Sequence[str] | None = None, *, chunk: int = 40) -> None:
@@ -259,6 +272,7 @@ class BundleWriter:
 
     def save(self) -> None:
         """Write ``manifest.json`` (atomically)."""
-        tmp = self.root / "manifest.json.tmp"
-        tmp.write_text(json.dumps(self.manifest, indent=1) + "\n", encoding="utf-8")
-        tmp.replace(self.root / "manifest.json")
+        with self._lock:
+            tmp = self.root / "manifest.json.tmp"
+            tmp.write_text(json.dumps(self.manifest, indent=1) + "\n", encoding="utf-8")
+            tmp.replace(self.root / "manifest.json")

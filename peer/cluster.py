@@ -13,13 +13,13 @@ import shutil
 import signal
 import socket
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from peer.errors import ClusterError
-from peer.kafka import Kafka, write_log_config
+from peer.kafka import Kafka
 from peer.process import Managed, install_handlers, spawn, tail_file
 
 BROKER = "broker"
@@ -51,6 +51,60 @@ BROKER_SETTINGS: dict[str, str] = {
     "broker.session.timeout.ms": "6000",
     "auto.create.topics.enable": "false",
 }
+
+
+#: log4j files each node writes, as Kafka's shipped logging configuration names them: logger
+#: (None = root) -> file. The loggers of the named files do not also write to server.log.
+LOG4J_FILES: dict[str | None, str] = {
+    None: "server.log",
+    "kafka.controller": "controller.log",
+    "org.apache.kafka.controller": "controller.log",
+    "state.change.logger": "state-change.log",
+}
+
+
+def write_node_log_config(directory: Path) -> Path:
+    """log4j 1 (reload4j, Kafka 3.x) and log4j2 (Kafka 4.x) configurations for a node.
+
+    Everything goes to stdout (the node's ``server.out``, read for readiness) and, as with
+    the configuration Kafka ships, to ``server.log``, ``controller.log`` and
+    ``state-change.log`` in the directory named by the ``kafka.logs.dir`` system property.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    layout = "[%d] %p %m (%c)%n"
+    files = sorted(set(LOG4J_FILES.values()))
+    appender = {f: f.split(".")[0].replace("-", "") for f in files}
+    props = ["log4j.rootLogger=INFO, stdout, server",
+             "log4j.appender.stdout=org.apache.log4j.ConsoleAppender",
+             "log4j.appender.stdout.Target=System.out",
+             "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout",
+             f"log4j.appender.stdout.layout.ConversionPattern={layout}"]
+    for f in files:
+        a = appender[f]
+        props += [f"log4j.appender.{a}=org.apache.log4j.FileAppender",
+                  f"log4j.appender.{a}.File=${{kafka.logs.dir}}/{f}",
+                  f"log4j.appender.{a}.layout=org.apache.log4j.PatternLayout",
+                  f"log4j.appender.{a}.layout.ConversionPattern={layout}"]
+    for logger, f in LOG4J_FILES.items():
+        if logger is not None:
+            props += [f"log4j.logger.{logger}=INFO, stdout, {appender[f]}", f"log4j.additivity.{logger}=false"]
+    props += ["log4j.logger.org.apache.kafka.clients=WARN", "log4j.logger.kafka.request.logger=WARN"]
+    yaml = ["Configuration:", "  Appenders:", "    Console:", "      name: STDOUT", "      target: SYSTEM_OUT",
+            "      PatternLayout:", f'        pattern: "{layout}"', "    File:"]
+    for f in files:
+        yaml += [f"      - name: {appender[f]}", f'        fileName: "${{sys:kafka.logs.dir}}/{f}"',
+                 "        PatternLayout:", f'          pattern: "{layout}"']
+    yaml += ["  Loggers:", "    Root:", "      level: INFO", "      AppenderRef:", "        - ref: STDOUT",
+             "        - ref: server", "    Logger:"]
+    for logger, f in LOG4J_FILES.items():
+        if logger is not None:
+            yaml += [f"      - name: {logger}", "        level: INFO", "        additivity: false",
+                     "        AppenderRef:", "          - ref: STDOUT", f"          - ref: {appender[f]}"]
+    yaml += ["      - name: org.apache.kafka.clients", "        level: WARN",
+             "      - name: kafka.request.logger", "        level: WARN"]
+    (directory / "log4j.properties").write_text("\n".join(props) + "\n", "utf-8")
+    (directory / "log4j2.yaml").write_text("\n".join(yaml) + "\n", "utf-8")
+    return directory
 
 
 def free_ports(count: int) -> list[int]:
@@ -102,6 +156,7 @@ class Node:
     broker_port: int | None = None
     controller_port: int | None = None
     jmx_port: int | None = None
+    prometheus_port: int | None = None
     settings: dict[str, str] = field(default_factory=dict)
     process: Managed | None = None
     starts: int = 0
@@ -111,6 +166,11 @@ class Node:
     def log_dir(self) -> Path:
         """The node's single log directory (also its metadata log directory)."""
         return self.home / "logs"
+
+    @property
+    def log4j_dir(self) -> Path:
+        """Where the node's log4j files (``server.log``, ...) are written."""
+        return self.home / "log4j"
 
     @property
     def output(self) -> Path:
@@ -159,6 +219,9 @@ class Cluster:
         Open a JMX port on every node.
     heap
         ``-Xmx`` of each node.
+    prometheus
+        MBean names or patterns to export in Prometheus text through the JMX exporter
+        javaagent on each node (see :mod:`peer.prometheus`); None: no agent.
 
     Examples
     --------
@@ -183,6 +246,7 @@ class Cluster:
         jmx: bool = True,
         heap: str = "256m",
         first_id: int = 1,
+        prometheus: Sequence[str] | None = None,
     ) -> None:
         if controllers < 1:
             raise ClusterError(f"a KRaft cluster needs at least one controller, got {controllers}")
@@ -193,6 +257,7 @@ class Cluster:
         self.cluster_id = cluster_id_for(name)
         self.heap = heap
         self.jmx = jmx
+        self.prometheus = list(prometheus) if prometheus is not None else None
         total_brokers = brokers + (controllers if combined else 0)
         base = dict(COMMON_SETTINGS)
         rf = str(min(3, max(1, total_brokers)))
@@ -216,6 +281,8 @@ class Cluster:
             node.controller_port = ports[3 * i] if CONTROLLER in roles else None
             node.broker_port = ports[3 * i + 1] if BROKER in roles else None
             node.jmx_port = ports[3 * i + 2] if jmx else None
+            if self.prometheus is not None:
+                node.prometheus_port = free_ports(1)[0]
             node.settings = dict(base)
             if BROKER in roles:
                 node.settings = {**BROKER_SETTINGS, **node.settings, **(broker_settings or {})}
@@ -278,8 +345,14 @@ class Cluster:
     def format(self) -> None:
         """Write each node's ``server.properties`` and run ``kafka-storage format``."""
         self.home.mkdir(parents=True, exist_ok=True)
-        log_config = write_log_config(self.home / "log-config", "server")
-        self._log_config = log_config
+        self._log_config = write_node_log_config(self.home / "log-config")
+        self._agent: list[str] = []
+        if self.prometheus is not None:
+            from peer.prometheus import agent_config, fetch_agent
+
+            config = self.home / "prometheus.yaml"
+            config.write_text(agent_config(self.prometheus), "utf-8")
+            self._agent = [str(fetch_agent()), str(config)]
         for node in self.nodes:
             node.home.mkdir(parents=True, exist_ok=True)
             lines = [f"{k}={v}" for k, v in sorted(node.settings.items())]
@@ -309,7 +382,11 @@ class Cluster:
         """Start ``node``'s JVM without waiting."""
         if node.alive():
             raise ClusterError(f"node {node.id} of {self.name} is already running")
-        jvm = ["-Xms64m"]
+        jvm = ["-Xms64m", f"-Dkafka.logs.dir={node.log4j_dir}"]
+        if node.prometheus_port is not None:
+            from peer.prometheus import agent_flag
+
+            jvm.append(agent_flag(Path(self._agent[0]), node.prometheus_port, Path(self._agent[1])))
         if node.jmx_port is not None:
             jvm += [
                 "-Dcom.sun.management.jmxremote",
@@ -392,7 +469,8 @@ class Cluster:
                     node.process.stop(timeout)
 
     def collect(self, dest: Path) -> list[dict[str, object]]:
-        """Copy every node's log dir to ``dest/nodes/<id>/logs`` (nodes must be stopped).
+        """Copy every node's log dir to ``dest/nodes/<id>/logs`` (nodes must be stopped), its
+        ``server.properties`` to ``nodes/<id>/config/`` and its log4j files to ``nodes/<id>/log4j/``.
 
         Returns
         -------
@@ -408,6 +486,12 @@ class Cluster:
                 shutil.copytree(
                     node.log_dir, target, ignore=shutil.ignore_patterns(".lock"), dirs_exist_ok=True
                 )
+            config = dest / "nodes" / str(node.id) / "config"
+            if (node.home / "server.properties").exists():
+                config.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(node.home / "server.properties", config / "server.properties")
+            if node.log4j_dir.exists():
+                shutil.copytree(node.log4j_dir, dest / "nodes" / str(node.id) / "log4j", dirs_exist_ok=True)
             entries.append(
                 {
                     "id": node.id,
@@ -415,6 +499,9 @@ class Cluster:
                     "log_dirs": [f"nodes/{node.id}/logs"],
                     "cluster": self.name,
                     "cluster_id": self.cluster_id,
+                    "config": f"nodes/{node.id}/config/server.properties",
+                    "log4j": sorted(f"nodes/{node.id}/log4j/{p.name}" for p in node.log4j_dir.glob("*")
+                                    if p.is_file()),
                 }
             )
         return entries

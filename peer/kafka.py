@@ -3,7 +3,9 @@
 The jars of one release land in ``<cache>/kafka/<version>/lib/`` (``<cache>`` is
 ``$KAFKA_WORKBENCH_CACHE`` or ``~/.cache/kafka-workbench``), resolved by Maven with
 ``peer/pom.xml`` and a local repository under ``<cache>/m2``. A stamp file written last marks
-a complete lib directory, so fetching again is a no-op.
+a complete lib directory, so fetching again is a no-op. The stamp records a digest of the pom:
+when the pom has changed (a module added), the next fetch resolves it again and adds the jars
+that are new, never removing one (JVMs of other runs may be using the directory).
 
 Tools are run by main class with the same classpath; :meth:`Kafka.tool_class` finds the class
 of a tool in the release at hand (some moved package between 3.9 and 4.x).
@@ -34,6 +36,38 @@ VERSIONS: dict[str, dict[str, str]] = {
 DEFAULT_VERSION = "4.3.1"
 
 POM = Path(__file__).resolve().parent / "pom.xml"
+TOOLS_POM = Path(__file__).resolve().parent / "tools-pom.xml"
+
+#: Older releases whose own ``kafka.tools.DumpLogSegments`` judges the text the workbench's dump
+#: writer prints for their era (``workbench.formats.dumptext_write.KafkaEra``), with the Scala
+#: binary version of their core jar on Maven Central (``kafka_2.13`` starts at 2.4.0). One release
+#: per era of the record and batch lines; only the dump tool's classpath is fetched
+#: (:func:`fetch_dump_tool`, 20-40 MB each); no cluster runs from these.
+#:
+#: ========  ===================================================================================
+#: 2.1.1     <= 2.1: deep iteration prints record lines only, codec in upper case (zstd from 2.1)
+#: 2.2.2     2.2-2.3: batch lines with record lines; a record without a value prints no key
+#: 2.4.1     2.4-2.6: the key of a record without a value is printed
+#: 2.7.2     2.7: control types QUORUM_REASSIGNMENT(2) and LEADER_CHANGE(3)
+#: 2.8.2     2.8: the verbose record line; --skip-record-metadata
+#: 3.1.2     3.0-3.1: lower-case codec, "Starting offset", no deleteHorizonMs, five control types
+#: 3.2.3     3.2: deleteHorizonMs on the batch line
+#: 3.5.2     3.3-3.8: "Log starting offset", snapshot header/footer control records
+#: 4.0.0     3.9-4.0: KRaft version/voters control records, no LeaderChange JSON yet
+#: 4.2.0     4.1-4.2: LeaderChange JSON, the last Scala tool
+#: ========  ===================================================================================
+DUMP_TOOL_RELEASES: dict[str, str] = {
+    "2.1.1": "2.12",
+    "2.2.2": "2.12",
+    "2.4.1": "2.13",
+    "2.7.2": "2.13",
+    "2.8.2": "2.13",
+    "3.1.2": "2.13",
+    "3.2.3": "2.13",
+    "3.5.2": "2.13",
+    "4.0.0": "2.13",
+    "4.2.0": "2.13",
+}
 CLIENT_SOURCE = Path(__file__).resolve().parent / "java" / "PeerClient.java"
 STAMP = ".complete"
 
@@ -59,6 +93,7 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "configs": ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"),
     "mirror-maker": ("org.apache.kafka.connect.mirror.MirrorMaker",),
     "local-tiered-storage": ("org.apache.kafka.server.log.remote.storage.LocalTieredStorage",),
+    "metadata-shell": ("org.apache.kafka.shell.MetadataShell",),
 }
 
 #: JVM flags for every process: small heap, quick start, loopback only.
@@ -403,15 +438,30 @@ def fetch(version: str = DEFAULT_VERSION, *, timeout: float = 900.0) -> Kafka:
     if version not in VERSIONS:
         raise FetchError(f"Kafka version {version!r} is not pinned; expected one of {list(VERSIONS)}")
     lib = lib_dir(version)
-    if (lib / STAMP).exists():
+    if _current(lib):
         return Kafka(version, lib)
     from peer.locks import file_lock
 
     with file_lock(cache_root() / "locks" / f"fetch-{version}.lock", timeout=timeout,
                    what=f"fetch of Kafka {version}"):
-        if (lib / STAMP).exists():
+        if _current(lib):
             return Kafka(version, lib)
         return _fetch_locked(version, lib, timeout)
+
+
+def _pom_digest() -> str:
+    import hashlib
+
+    return hashlib.sha256(POM.read_bytes()).hexdigest()[:16]
+
+
+def _current(lib: Path) -> bool:
+    """Is ``lib`` complete for the current pom?"""
+    try:
+        stamp = json.loads((lib / STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return stamp.get("pom") == _pom_digest()
 
 
 def _fetch_locked(version: str, lib: Path, timeout: float) -> Kafka:
@@ -455,8 +505,137 @@ def _fetch_locked(version: str, lib: Path, timeout: float) -> Kafka:
     if missing:
         shutil.rmtree(staging, ignore_errors=True)
         raise FetchError(f"Kafka {version} classpath lacks tools {missing}")
-    shutil.rmtree(lib, ignore_errors=True)
-    staging.rename(lib)
-    stamp = {"version": version, "jars": jars, "seconds": round(time.monotonic() - started, 1)}
+    if (lib / STAMP).exists():  # an older pom's lib: add the new jars, keep the directory in place
+        for jar in jars:
+            if not (lib / jar).exists():
+                tmp = lib / f".{jar}.{os.getpid()}.tmp"
+                shutil.copyfile(staging / jar, tmp)
+                tmp.replace(lib / jar)
+        shutil.rmtree(staging, ignore_errors=True)
+        jars = sorted(p.name for p in lib.glob("*.jar"))
+    else:
+        shutil.rmtree(lib, ignore_errors=True)
+        staging.rename(lib)
+    stamp = {"version": version, "jars": jars, "pom": _pom_digest(),
+             "seconds": round(time.monotonic() - started, 1)}
     (lib / STAMP).write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
     return Kafka(version, lib)
+
+
+def _mvn(argv_tail: Sequence[str], what: str, timeout: float) -> None:
+    """Run Maven in batch mode against the cache's local repository; raise FetchError on failure."""
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise FetchError(f"mvn (Apache Maven) is not on PATH; it is needed to fetch {what}")
+    argv = [mvn, "-B", "-q", f"-Dmaven.repo.local={cache_root() / 'm2'}", *argv_tail]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise FetchError(f"Maven did not resolve {what} in {timeout:.0f} s") from exc
+    if done.returncode != 0:
+        raise FetchError(
+            f"Maven could not resolve {what} (exit {done.returncode}):\n" + (done.stdout + done.stderr)[-4000:]
+        )
+
+
+def fetch_jar(artifact: str, version: str, *, group: str = "org.apache.kafka", timeout: float = 600.0) -> Path:
+    """One jar (no dependencies) from Maven Central, cached under ``<cache>/jars/``.
+
+    Used to read the message schema files of a Kafka release that is not pinned, e.g. to show
+    that a record type the workbench knows exists in a newer release.
+
+    Parameters
+    ----------
+    artifact, version, group
+        Maven coordinates, e.g. ``("kafka-metadata", "4.4.0")``.
+    timeout
+        Seconds Maven may take.
+
+    Returns
+    -------
+    Path
+        The jar file.
+
+    Raises
+    ------
+    FetchError
+        When Maven is missing or the artifact cannot be resolved.
+
+    Examples
+    --------
+    >>> fetch_jar("kafka-metadata", "4.4.0").name          # doctest: +SKIP
+    'kafka-metadata-4.4.0.jar'
+    """
+    target = cache_root() / "jars" / group / f"{artifact}-{version}.jar"
+    if target.is_file():
+        return target
+    from peer.locks import file_lock
+
+    with file_lock(cache_root() / "locks" / f"jar-{artifact}-{version}.lock", timeout=timeout,
+                   what=f"fetch of {artifact} {version}"):
+        if target.is_file():
+            return target
+        staging = target.parent / f".{artifact}-{version}.{os.getpid()}.tmp"
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            _mvn(["-f", str(POM), f"-Dartifact={group}:{artifact}:{version}:jar",
+                  f"-DoutputDirectory={staging}", "-Dmdep.overWriteReleases=true", "dependency:copy"],
+                 f"{group}:{artifact}:{version}", timeout)
+            jars = list(staging.glob("*.jar"))
+            if len(jars) != 1:
+                raise FetchError(f"Maven copied {len(jars)} jars for {artifact} {version}, expected one")
+            jars[0].replace(target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def fetch_dump_tool(version: str, *, timeout: float = 900.0) -> Kafka:
+    """The classpath of ``kafka.tools.DumpLogSegments`` of an older release (no-op when cached).
+
+    Pinned releases (:data:`VERSIONS`) come from :func:`fetch`; the releases of
+    :data:`DUMP_TOOL_RELEASES` get only their Scala core jar and its runtime dependencies, under
+    ``<cache>/dump-tools/<version>/lib``. :meth:`Kafka.dump_log` then runs their tool.
+
+    Raises
+    ------
+    FetchError
+        For a release in neither table, a missing ``mvn`` or a failed resolution.
+
+    Examples
+    --------
+    >>> fetch_dump_tool("2.8.2").dump_log(["/tmp/t-0/00000000000000000000.log"])  # doctest: +SKIP
+    """
+    if version in VERSIONS:
+        return fetch(version, timeout=timeout)
+    scala = DUMP_TOOL_RELEASES.get(version)
+    if scala is None:
+        raise FetchError(f"no dump tool is pinned for Kafka {version}; expected one of "
+                         f"{sorted([*VERSIONS, *DUMP_TOOL_RELEASES])}")
+    lib = cache_root() / "dump-tools" / version / "lib"
+    if (lib / STAMP).exists():
+        return Kafka(version, lib)
+    from peer.locks import file_lock
+
+    with file_lock(cache_root() / "locks" / f"dump-tool-{version}.lock", timeout=timeout,
+                   what=f"fetch of the Kafka {version} dump tool"):
+        if (lib / STAMP).exists():
+            return Kafka(version, lib)
+        staging = lib.parent / f"lib.{os.getpid()}.tmp"
+        shutil.rmtree(staging, ignore_errors=True)
+        started = time.monotonic()
+        try:
+            _mvn(["-f", str(TOOLS_POM), f"-Dkafka.version={version}", f"-Dscala.binary={scala}",
+                  "-DincludeScope=runtime", f"-DoutputDirectory={staging}", "dependency:copy-dependencies"],
+                 f"the Kafka {version} dump tool", timeout)
+            kafka = Kafka(version, staging)
+            kafka.tool_class("dump-log")  # raises ToolError when the class is missing
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        shutil.rmtree(lib, ignore_errors=True)
+        staging.rename(lib)
+        stamp = {"version": version, "jars": sorted(p.name for p in lib.glob("*.jar")),
+                 "seconds": round(time.monotonic() - started, 1)}
+        (lib / STAMP).write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
+        return Kafka(version, lib)

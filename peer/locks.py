@@ -47,3 +47,45 @@ def file_lock(path: Path, *, timeout: float, what: str = "") -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+@contextmanager
+def slot_lock(base: Path, slots: int, *, timeout: float, what: str = "") -> Iterator[int]:
+    """Hold one of ``slots`` exclusive locks ``<base>.<i>`` (a counting semaphore across
+    processes); yields the slot number. Waits at most ``timeout`` seconds for a free slot.
+
+    Raises
+    ------
+    PeerError
+        When no slot frees up within ``timeout`` seconds.
+    """
+    slots = max(1, int(slots))
+    base.parent.mkdir(parents=True, exist_ok=True)
+    fds = [os.open(f"{base}.{i}", os.O_RDWR | os.O_CREAT, 0o644) for i in range(slots)]
+    held: int | None = None
+    try:
+        deadline = time.monotonic() + timeout
+        while held is None:
+            for i, fd in enumerate(fds):
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                held = i
+                break
+            if held is None:
+                if time.monotonic() > deadline:
+                    raise PeerError(
+                        f"{what or base} is busy (all {slots} slots of {base} held for more "
+                        f"than {timeout:.0f} s)"
+                    )
+                time.sleep(1.0)
+        os.ftruncate(fds[held], 0)
+        os.write(fds[held], f"{os.getpid()}\n".encode())
+        try:
+            yield held
+        finally:
+            fcntl.flock(fds[held], fcntl.LOCK_UN)
+    finally:
+        for fd in fds:
+            os.close(fd)

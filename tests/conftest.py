@@ -1,4 +1,4 @@
-"""Shared fixtures: one Spark session for the whole run, and the demo bundle."""
+"""Shared fixtures: one Spark session for the whole run, the demo bundle, real Kafka (the peer)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,24 @@ import os
 import sys
 
 import pytest
+from hypothesis import settings
+
+from peer.pytest_plugin import (  # noqa: F401  (fixtures are found by name)
+    kafka_cluster,
+    kafka_dist,
+    kafka_dump_log,
+    scenario_bundle,
+)
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+# Hypothesis profiles: "ci" (set by .ci/run through WORKBENCH_HYPOTHESIS_PROFILE) draws the same
+# examples on every run (derandomize) and keeps no example database, so a CI result is
+# reproducible; "dev" (the default) draws new examples each run and replays local failures.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev")
+settings.load_profile(os.environ.get("WORKBENCH_HYPOTHESIS_PROFILE", "dev"))
 
 
 @pytest.fixture(scope="session")
@@ -19,6 +34,9 @@ def spark():
     session = workbench.session(
         "local[2]",
         app_name="workbench-tests",
+        # one JVM holds the driver and both executor threads for the whole run, with every
+        # module's cached tables: 1g ran out of heap late in a full run
+        driver_memory="4g",
         conf={
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
@@ -29,19 +47,46 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _release_cached_tables():
+    """Drop what a module cached in Spark (derived tables persist) once the module is done."""
+    yield
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.catalog.clearCache()
+
+
 @pytest.fixture(scope="session")
 def kafka_bundle():
     """Scenario bundles captured from real Apache Kafka (built on first use, then cached).
 
     Call as ``kafka_bundle("isr")`` or ``kafka_bundle("isr", "3.9.2")``; returns the directory.
+    A bundle that cannot be built is an error, never a skip.
     """
+    from peer.errors import ScenarioError
     from peer.kafka import DEFAULT_VERSION
     from peer.scenario import build
 
     def get(name: str, version: str = DEFAULT_VERSION):
-        return build(name, version)
+        try:
+            return build(name, version)
+        except ScenarioError:
+            # real clusters on a busy 2-core machine can miss a timing bound once
+            return build(name, version)
 
     return get
+
+
+@pytest.fixture(scope="session")
+def binder_kernel():
+    """(kernel name, environment, python) of the Binder environment built from ``binder/`` alone."""
+    from pathlib import Path
+
+    from tests.binder_env import binder_kernel as build
+
+    return build(Path(__file__).resolve().parent.parent)
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from workbench.bundle import Artifact, open_bundle, read_properties
+from workbench.bundle import Artifact, open_bundle
 from workbench.errors import BundleError
+from workbench.formats.kraft_files import parse_java_properties
 
 
 def make_tree(root: Path) -> None:
@@ -109,5 +110,31 @@ def test_missing_and_wrong_paths(tmp_path):
 
 
 def test_properties():
-    assert read_properties("#c\n! other\nnode.id = 3\ncluster.id:abc\nkey value\n\n") == {
+    assert parse_java_properties("#c\n! other\nnode.id = 3\ncluster.id:abc\nkey value\n\n") == {
         "node.id": "3", "cluster.id": "abc", "key": "value"}
+
+
+def test_node_configuration_and_log4j_files(tmp_path):
+    """What an incident bundle carries besides log dirs: properties files and log4j output."""
+    make_tree(tmp_path)
+    node = tmp_path / "nodes" / "7"
+    (node / "config").mkdir()
+    (node / "config" / "server.properties").write_text("node.id=3\n")
+    (node / "log4j").mkdir()
+    for name in ("server.log", "controller.log", "state-change.log", "server.log.2026-11-23-05", "log-cleaner.log.1"):
+        (node / "log4j" / name).write_text("[2026-11-23 05:03:20,735] INFO x (y)\n")
+    (tmp_path / "broker-2").mkdir()
+    (tmp_path / "broker-2" / "broker.properties").write_text("node.id=2\n")
+    (tmp_path / "broker-2" / "kafkaServer.out").write_text("x\n")
+    (tmp_path / "mm2.properties").write_text("clusters=a,b\n")
+    got = {a.path: a for a in open_bundle(tmp_path).artifacts}
+    assert (got["nodes/7/config/server.properties"].kind, got["nodes/7/config/server.properties"].node_id) == (
+        "server_properties", 7)
+    assert {p: a.kind for p, a in got.items() if "/log4j/" in p} == {
+        f"nodes/7/log4j/{n}": "server_log"
+        for n in ("server.log", "controller.log", "state-change.log", "server.log.2026-11-23-05", "log-cleaner.log.1")}
+    assert got["broker-2/broker.properties"].kind == "server_properties"
+    assert got["broker-2/kafkaServer.out"].kind == "server_log"
+    assert got["mm2.properties"].kind == "other"
+    # segments keep their kind: a partition directory is never a log4j directory
+    assert got["nodes/7/logs/orders-eu-12/00000000000000000100.log"].kind == "segment"

@@ -52,14 +52,62 @@ def test_errors_are_one_line(tmp_path):
     assert res.stderr.startswith("workbench: bundle path does not exist")
 
 
-def test_report_parameters_take_the_notebook_types():
-    from workbench.cli import _parse_params
-    from workbench.errors import ConfigError
+def test_report_refuses_bad_parameters_before_starting_anything(tmp_path):
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    params = tmp_path / "p.yaml"
+    params.write_text("min_insync_replicas: two\n")
+    res = run("report", "--bundle", str(bundle), "--out", str(tmp_path / "r.html"), "--parameters", str(params),
+              "-p", "start", "notadate", "-p", "colour", "red")
+    assert res.returncode == 2
+    assert sorted(res.stderr.splitlines()) == [
+        "workbench: incident_report has no parameter 'colour'; it takes correlation_gap_s, end, lag_groups, "
+        "lag_instant, lag_warn_seconds, min_insync_replicas, mirror_outage_min_s, mirror_stale_s, mirror_window_s, "
+        "quorum_idle_ms, quorum_stall_multiple, start, summary_path, tier_backlog_s, topics",
+        "workbench: parameter 'min_insync_replicas' is an int; got 'two'",
+        "workbench: start: expected a date and time such as 2026-03-01T03:12:05, got 'notadate'",
+    ]
+    assert not (tmp_path / "r.html").exists()
 
-    declared = {"start": "str", "report": "bool", "limit": "int"}
-    got = _parse_params([["start", "2026"], ["report", "false"], ["limit", "7"], ["topics", "42"]], declared)
-    assert got == {"start": "2026", "report": False, "limit": 7, "topics": "42"}
-    import pytest
 
-    with pytest.raises(ConfigError, match="bool"):
-        _parse_params([["report", "maybe"]], declared)
+def test_dump_of_a_missing_file_or_a_directory_is_one_line_each(tmp_path):
+    path, _ = write_node(tmp_path, 1)
+    res = run("dump", str(tmp_path / "missing.log"), str(tmp_path), str(path))
+    assert res.returncode == 2
+    assert res.stdout == ""  # checked before anything is dumped
+    assert res.stderr.splitlines() == [
+        f"workbench: {tmp_path / 'missing.log'}: no such file",
+        f"workbench: {tmp_path}: is a directory; give the segment, snapshot or index files in it",
+    ]
+
+
+def test_inspect_of_a_bundle_whose_manifest_is_a_list(tmp_path):
+    write_node(tmp_path, 1)
+    (tmp_path / "manifest.json").write_text('["not", "a", "manifest"]')
+    res = run("inspect", str(tmp_path), "--fail-on-problems")
+    assert res.returncode == 1, res.stderr
+    assert "node 1:" in res.stdout
+    assert (f"{tmp_path / 'manifest.json'} @ 0: decode_error: manifest.json holds a JSON list, expected an object; "
+            "ignored") in res.stdout.splitlines()[-1]
+
+
+def test_report_out_naming_a_directory_is_refused_first(tmp_path):
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    for out in (tmp_path / "reports", tmp_path / "reports.html"):
+        out.mkdir()
+        res = run("report", "--bundle", str(bundle), "--out", str(out), "-p", "start", "notadate")
+        assert res.returncode == 2
+        assert res.stderr == f"workbench: out: {out} is a directory; give an .html file name\n"
+        assert list(out.iterdir()) == [] and not list(tmp_path.glob(".*partial"))
+
+
+def test_a_traceback_only_with_debug(tmp_path):
+    missing = str(tmp_path / "missing")
+    res = run("inspect", missing)
+    assert (res.returncode, res.stderr) == (2, f"workbench: bundle path does not exist: {missing}\n")
+    for args in (("--debug", "inspect", missing), ("inspect", missing, "--debug")):
+        res = run(*args)
+        assert res.returncode == 1  # Python's own exit on an uncaught exception
+        assert res.stderr.startswith("Traceback (most recent call last):")
+        assert res.stderr.endswith(f"workbench.errors.BundleError: bundle path does not exist: {missing}\n")

@@ -57,3 +57,44 @@ def test_jsonl_agrees_with_kafka_dump_log(kafka_bundle, name, version):
             assert got_records == want_records, entry["file"]
         compared += 1
     assert compared > 0
+
+
+def test_jsonl_decodes_every_internal_topic_of_the_bundles(kafka_bundle):
+    """Records of the internal topics the bundles hold carry their decoded payload, none in error:
+    KRaft metadata, consumer offsets, remote log metadata, MirrorMaker 2 offset syncs,
+    checkpoints, heartbeats and Connect offsets."""
+    import os
+
+    from workbench.formats.topics import decoder_for
+
+    seen: dict[str, int] = {}
+    errors = []
+    for version in VERSIONS:
+        for name in SCENARIOS:
+            if os.environ.get("KAFKA_WORKBENCH_NO_BUILD") == "1":
+                from peer.scenario import bundle_dir, is_complete
+
+                if not is_complete(bundle_dir(name, version)):
+                    continue
+            bundle = Path(kafka_bundle(name, version))
+            for path in sorted((bundle / "nodes").glob("*/logs/**/*.log")):
+                decoder = decoder_for(path)
+                if decoder == "none":
+                    continue
+                out = io.StringIO()
+                assert dump_files([str(path)], out=out) == 0, path
+                for obj in map(json.loads, out.getvalue().splitlines()):
+                    if obj["kind"] != "record" or "control" in obj:
+                        continue
+                    payload = obj.get("payload")
+                    if payload is None:  # metadata tombstones do not exist; coordinator ones carry "tombstone"
+                        errors.append(f"{path}: offset {obj['offset']} has no payload")
+                        continue
+                    seen[decoder] = seen.get(decoder, 0) + 1
+                    if payload.get("error"):
+                        errors.append(f"{path}: offset {obj['offset']}: {payload['error']}")
+    assert not errors, "\n".join(errors[:10])
+    if os.environ.get("KAFKA_WORKBENCH_NO_BUILD") != "1":
+        assert {"cluster-metadata", "offsets", "remote-log-metadata", "mm2-offset-syncs", "mm2-checkpoints",
+                "mm2-heartbeats", "mm2-connect-offsets"} <= set(seen), seen
+    print(f"\ndecoded records by decoder: {seen}")

@@ -11,14 +11,20 @@ import nbformat
 import pytest
 
 from workbench.errors import BundleError, ConfigError, WorkbenchError
+from workbench.params import load_parameters_file
 from workbench.report import (
     ReportError,
     _check_offline,
     build_report,
+    check_parameters,
+    compose_report_notebook,
+    exit_code_for,
     notebook_path,
     notebooks_dir,
-    write_summary,
+    run_report,
+    section_notebooks,
 )
+from workbench.summary import frame_records, write_json
 
 REPO = Path(__file__).resolve().parent.parent
 INCIDENT = REPO / "notebooks" / "incident_report.ipynb"
@@ -121,27 +127,48 @@ def plotly_divs(html_text: str) -> dict[str, dict]:
 # the committed notebook
 
 
-def test_incident_notebook_is_committed_clean_and_paired() -> None:
-    nb = nbformat.read(str(INCIDENT), as_version=4)
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebooks_are_committed_clean_and_paired(path: Path) -> None:
+    nb = nbformat.read(str(path), as_version=4)
     assert nb.metadata.kernelspec.name == "python3"
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.outputs == [] and c.execution_count is None for c in code)
-    assert code[0].metadata.tags == ["parameters"]
+    tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1
     namespace: dict = {}
-    exec(code[0].source, namespace)  # noqa: S102 - the committed defaults
+    exec(tagged[0].source, namespace)  # noqa: S102 - the committed defaults
     defaults = {k: v for k, v in namespace.items() if not k.startswith("__")}
-    assert defaults == {
-        "bundle": "",
-        "start": "",
-        "end": "",
-        "topics": "",
-        "report": True,
-        "show_payloads": False,
-        "summary_path": "",
-    }
-    paired = jupytext.read(INCIDENT.with_suffix(".py"))
+    # safe defaults: the demo bundle, the whole bundle, interactive widgets
+    assert defaults["bundle"] == "" and defaults["start"] == "" and defaults["end"] == ""
+    assert defaults["report"] is False
+    paired = jupytext.read(path.with_suffix(".py"))
     assert [(c.cell_type, c.source) for c in paired.cells] == [(c.cell_type, c.source) for c in nb.cells]
+
+
+def test_the_incident_report_is_composed_from_the_section_notebooks() -> None:
+    composed = compose_report_notebook()
+    committed = nbformat.read(str(INCIDENT), as_version=4)
+    assert [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in committed.cells] == [
+        (c.cell_type, c.source, c.metadata.get("tags", [])) for c in composed.cells
+    ], "notebooks/incident_report.ipynb is stale: run `make notebooks`"
+    sections = [p.name for p in section_notebooks()]
+    assert sections[0] == "00_overview.ipynb" and "02_isr.ipynb" in sections
+    assert committed.metadata["workbench"]["composed_from"] == sections
+    # one parameters cell (the union), one setup cell, the appendix last
+    tags = [c.metadata.get("tags", []) for c in committed.cells]
+    assert sum("parameters" in t for t in tags) == 1 and sum("setup" in t for t in tags) == 1
+    assert "Appendix: parameters and versions" in [c.source for c in committed.cells][-2]
+
+
+def test_a_section_declaring_a_parameter_differently_is_refused(tmp_path: Path) -> None:
+    for name, line in (("00_a.ipynb", 'start: str = ""  # a'), ("01_b.ipynb", 'start: str = "x"  # b')):
+        cell = nbformat.v4.new_code_cell(line, metadata={"tags": ["parameters"]})
+        nbformat.write(nbformat.v4.new_notebook(cells=[cell]), str(tmp_path / name))
+    with pytest.raises(ReportError, match="parameter 'start' is declared differently in 01_b.ipynb"):
+        compose_report_notebook(tmp_path)
 
 
 # --------------------------------------------------------------------------------------------
@@ -166,13 +193,60 @@ def test_bad_arguments_fail_before_anything_runs(tmp_path: Path) -> None:
         build_report(tmp_path / "missing", out)
     with pytest.raises(ConfigError, match=r"out: expected an \.html file name"):
         build_report(bundle, tmp_path / "r.pdf")
-    with pytest.raises(ConfigError, match="incident_report has no parameter.*topcs.*it takes .*topics"):
-        build_report(bundle, out, parameters={"topcs": "orders"})
-    with pytest.raises(ConfigError, match="bundle are set by build_report itself"):
-        build_report(bundle, out, parameters={"bundle": "/elsewhere"})
+    (tmp_path / "dir.html").mkdir()
+    with pytest.raises(ConfigError, match="is a directory"):
+        build_report(bundle, tmp_path / "dir.html")
     with pytest.raises(ConfigError, match="timeout"):
         build_report(bundle, out, timeout=0)
+    with pytest.raises(ConfigError, match="fail_on"):
+        run_report(bundle, out, fail_on="sometimes")
     assert not out.exists()
+
+
+def test_every_parameter_error_is_reported_at_once_one_line_each(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    with pytest.raises(ConfigError) as caught:
+        build_report(bundle, tmp_path / "r.html", parameters={
+            "topcs": "orders", "bundle": "/elsewhere", "report": "false", "start": "notadate",
+            "correlation_gap_s": "soon", "min_insync_replicas": "2.5"})
+    lines = str(caught.value).splitlines()
+    assert len(lines) == 6, lines
+    assert any(re.match(r"incident_report has no parameter 'topcs'; it takes .*topics", line) for line in lines)
+    assert "parameter 'bundle' is set by the report itself (give the bundle with --bundle)" in lines
+    assert "parameter 'report' is set by the report itself (give the bundle with --bundle)" in lines
+    assert "start: expected a date and time such as 2026-03-01T03:12:05, got 'notadate'" in lines
+    assert "parameter 'correlation_gap_s' is an float; got 'soon'" in lines
+    assert "parameter 'min_insync_replicas' is an int; got '2.5'" in lines
+    with pytest.raises(ConfigError, match="time window: start 2026-03-02 is after end 2026-03-01"):
+        build_report(bundle, tmp_path / "r.html", parameters={"start": "2026-03-02", "end": "2026-03-01"})
+
+
+def test_parameters_convert_from_text_and_typed_yaml(tmp_path: Path) -> None:
+    nb = notebook_path("incident_report")
+    assert check_parameters(nb, {"min_insync_replicas": "2", "topics": "42", "correlation_gap_s": "7.5"}) == {
+        "min_insync_replicas": 2, "topics": "42", "correlation_gap_s": 7.5}
+    yaml_file = tmp_path / "p.yaml"
+    yaml_file.write_text("start: 2026-03-01T03:00:00Z\nmin_insync_replicas: 2\ntopics: orders\n")
+    loaded = load_parameters_file(yaml_file)
+    with pytest.raises(ConfigError, match="parameter 'start' is a string"):  # YAML read it as a datetime
+        check_parameters(nb, loaded)
+    yaml_file.write_text("start: '2026-03-01T03:00:00Z'\nmin_insync_replicas: 2\ntopics: orders\n")
+    assert check_parameters(nb, load_parameters_file(yaml_file)) == {
+        "start": "2026-03-01T03:00:00Z", "min_insync_replicas": 2, "topics": "orders"}
+    yaml_file.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        load_parameters_file(yaml_file)
+    yaml_file.write_text("a: [\n")
+    with pytest.raises(ConfigError, match=r"p.yaml line \d+: not YAML"):
+        load_parameters_file(yaml_file)
+
+
+def test_exit_codes_follow_the_most_severe_finding() -> None:
+    warning = {"findings": [{"severity": "warning"}, {"severity": "info"}]}
+    assert [exit_code_for(warning, level) for level in ("critical", "warning", "info", "never")] == [0, 1, 1, 0]
+    assert exit_code_for({"findings": []}, "info") == 0
+    assert exit_code_for(None, "info") == 0
 
 
 def test_offline_check_names_the_remote_script() -> None:
@@ -186,7 +260,7 @@ def test_offline_check_names_the_remote_script() -> None:
             _check_offline(bad, None)
 
 
-def test_write_summary_is_plain_json(tmp_path: Path) -> None:
+def test_summary_records_are_plain_json(tmp_path: Path) -> None:
     import pandas as pd
 
     partitions = pd.DataFrame(
@@ -195,23 +269,21 @@ def test_write_summary_is_plain_json(tmp_path: Path) -> None:
             "partition": [0],
             "first_under_min_isr": pd.to_datetime(["2026-11-18 11:07:00"]),
             "offline_seconds": [float("nan")],
+            "figures": [{"seconds": 2.0}],
         }
     )
-    path = write_summary(
-        tmp_path / "deep" / "summary.json", bundle="/b", findings=["f1"], partitions=partitions, parameters={"t": ""}
-    )
+    path = write_json(tmp_path / "deep" / "summary.json", {"bundle": "/b", "partitions": frame_records(partitions)})
     document = json.loads(path.read_text())
     assert document.pop("generated").endswith("+00:00")
     assert document == {
         "bundle": "/b",
-        "parameters": {"t": ""},
-        "findings": ["f1"],
         "partitions": [
             {
                 "topic": "orders",
                 "partition": 0,
                 "first_under_min_isr": "2026-11-18T11:07:00+00:00",
                 "offline_seconds": None,
+                "figures": {"seconds": 2.0},
             }
         ],
     }
@@ -287,37 +359,47 @@ def test_incident_report_on_a_small_isr_incident(tmp_path: Path) -> None:
     assert "workbench.session()" not in text and 'jp-InputArea-editor"' not in text
     assert not re.search(r"<script[^>]*\ssrc=[\"']?https?:", text)
     titles = sorted(layout["title"]["text"] for layout in plotly_divs(text).values())
-    assert titles == ["Partition ISR state over time", "UnderMinIsrPartitionCount per leader broker"]
+    # the quorum section draws too: the bundle holds the controllers' metadata logs
+    assert titles == ["Findings over time, by area", "Partition ISR state over time",
+                      "Quorum offset divergence: each node's lag behind the leader's log",
+                      "UnderMinIsrPartitionCount per leader broker"]
     assert "<title>Kafka incident report: incident</title>" in text
-    assert "<li>topic orders partition 1 was offline for 5.0 s</li>" in text
+    assert '<li class="wb-critical">topic orders partition 1 was offline for 5.0 s starting 2026-11-18 11:07:10 UTC' \
+        "</li>" in text
 
     document = json.loads(summary.read_text())
     assert document["bundle"] == str(bundle.resolve())
-    assert document["findings"] == [
-        "topic orders partition 1 was offline for 5.0 s",
-        "topic payments partition 0 was under min ISR (2) for 44.0 s starting 2026-11-18 11:07:00 UTC",
+    # most severe first, then earliest first
+    assert [(f["kind"], f["subject"], f["summary"]) for f in document["findings"]] == [
+        ("under_min_isr", "orders-0",
+         "topic orders partition 0 was under min ISR (2) for 42.0 s starting 2026-11-18 11:07:00 UTC"),
         # 20 s to 63 s: the 5 s offline (ISR [1], no leader) are below min ISR too
-        "topic orders partition 1 was under min ISR (2) for 43.0 s starting 2026-11-18 11:07:00 UTC",
-        "topic orders partition 0 was under min ISR (2) for 42.0 s starting 2026-11-18 11:07:00 UTC",
+        ("under_min_isr", "orders-1",
+         "topic orders partition 1 was under min ISR (2) for 43.0 s starting 2026-11-18 11:07:00 UTC"),
+        ("under_min_isr", "payments-0",
+         "topic payments partition 0 was under min ISR (2) for 44.0 s starting 2026-11-18 11:07:00 UTC"),
+        ("offline", "orders-1", "topic orders partition 1 was offline for 5.0 s starting 2026-11-18 11:07:10 UTC"),
     ]
-    assert [(p["topic"], p["partition"], p["offline_seconds"]) for p in document["partitions"]] == [
-        ("orders", 1, 5.0),
-        ("payments", 0, 0.0),
-        ("orders", 0, 0.0),
-    ]
+    assert document["findings"][3]["figures"] == {"seconds": 5.0}
+    assert document["findings"][3]["start"] == "2026-11-18T11:07:10+00:00"
+    # one chain: everything overlaps
+    assert [c["chain"] for c in document["chains"]] == [1]
+    isr = document["areas"]["isr"]
+    assert (isr["has_data"], isr["critical_findings"], isr["partitions"], isr["partitions_under_min_isr"],
+            isr["partitions_offline"]) == (True, 4, 3, 3, 1)
+    assert isr["under_min_isr_partition_seconds"] == 42.0 + 43.0 + 44.0
 
 
 @pytest.mark.spark
-def test_incident_report_on_the_demo_bundle(request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    try:
-        demo = request.getfixturevalue("demo_bundle")
-    except pytest.FixtureLookupError:
-        pytest.skip("tests/conftest.py provides no demo_bundle fixture yet")
+def test_incident_report_on_the_demo_bundle(demo_bundle: Path, tmp_path: Path) -> None:
+    result = run_report(demo_bundle, tmp_path / "demo.html")
 
-    out = build_report(demo, tmp_path / "demo.html")
-
-    text = out.read_text(encoding="utf-8")
+    text = result.path.read_text(encoding="utf-8")
     titles = sorted(layout["title"]["text"] for layout in plotly_divs(text).values())
-    assert titles == ["Partition ISR state over time", "UnderMinIsrPartitionCount per leader broker"]
+    # the quorum section draws too: the bundle holds the controllers' metadata logs
+    assert titles == ["Findings over time, by area", "Partition ISR state over time",
+                      "Quorum offset divergence: each node's lag behind the leader's log",
+                      "UnderMinIsrPartitionCount per leader broker"]
+    assert result.exit_code == 1  # the demo incident put partitions under min ISR: critical findings
     assert not re.search(r"<script[^>]*\ssrc=[\"']?https?:", text)
     assert "under min ISR" in text

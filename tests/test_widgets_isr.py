@@ -9,13 +9,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
+from widgets.findings import findings_html
 from widgets.isr import (
     IsrTimeline,
     figure_isr_timeline,
     figure_under_min_isr,
-    findings_html,
-    isr_findings,
-    summary_table,
 )
 from workbench.errors import ConfigError
 
@@ -366,75 +364,20 @@ def test_view_on_empty_frames_is_disabled_not_broken() -> None:
     assert view.status.value == "0 interval(s) on 0 partition(s) shown"
 
 
-# ----------------------------------------------------------------------------- findings and table
+# ----------------------------------------------------------------------------- findings
 
 
-def summary_frame() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "topic": ["payments", "payments", "orders", "<script>x</script>"],
-            "partition": [0, 1, 0, 0],
-            "min_isr": [2, 2, 1, 2],
-            "under_min_isr_seconds": [42.0, 0.0, 0.0, 0.0],
-            "under_replicated_seconds": [42.0, 0.0, 360.0, 0.0],
-            "offline_seconds": [0.0, 0.0, 60.0, 0.0],
-            "first_under_min_isr": pd.to_datetime([DAY + "03:12:05", None, None, None]),
-            "isr_shrinks": [1, 0, 2, 4],
-            "isr_expands": [1, 0, 2, 4],
-        }
+def test_findings_list_escapes_every_summary_and_counts_the_rest() -> None:
+    frame = pd.DataFrame({
+        "severity": ["critical", "warning"],
+        "summary": ["topic <script>x</script> partition 0 was offline for 1.0 s", 'a "quoted" & <b>bold</b>'],
+    })
+    assert findings_html(frame) == (
+        '<ul class="wb-findings"><li class="wb-critical">topic &lt;script&gt;x&lt;/script&gt; partition 0 '
+        'was offline for 1.0 s</li><li class="wb-warning">a &quot;quoted&quot; &amp; &lt;b&gt;bold&lt;/b&gt;</li></ul>'
     )
-
-
-def test_findings_sentences_most_severe_first() -> None:
-    assert isr_findings(summary_frame()) == [
-        "topic orders partition 0 was offline for 60.0 s",
-        "topic payments partition 0 was under min ISR (2) for 42.0 s starting 2026-11-21 03:12:05 UTC",
-        "ISR of topic <script>x</script> partition 0 shrank 4 times and expanded 4 times (flapping)",
-    ]
-    assert isr_findings(summary_frame(), limit=1) == [
-        "topic orders partition 0 was offline for 60.0 s",
-        "... and 2 more finding(s); see the summary table.",
-    ]
-    quiet = summary_frame().iloc[[1]]
-    assert isr_findings(quiet) == ["No partition was offline or under min ISR, and no ISR flapped."]
-
-
-def test_findings_html_escapes_every_item() -> None:
-    assert findings_html(isr_findings(summary_frame())[2:]) == (
-        '<ul class="wb-findings"><li>ISR of topic &lt;script&gt;x&lt;/script&gt; partition 0 '
-        "shrank 4 times and expanded 4 times (flapping)</li></ul>"
-    )
-
-
-def test_summary_table_keeps_notable_partitions_worst_first() -> None:
-    table = summary_table(summary_frame())
-    assert table[["topic", "partition", "offline_seconds", "under_min_isr_seconds", "isr_shrinks"]].to_dict(
-        "records"
-    ) == [
-        {
-            "topic": "orders",
-            "partition": 0,
-            "offline_seconds": 60.0,
-            "under_min_isr_seconds": 0.0,
-            "isr_shrinks": 2,
-        },
-        {
-            "topic": "payments",
-            "partition": 0,
-            "offline_seconds": 0.0,
-            "under_min_isr_seconds": 42.0,
-            "isr_shrinks": 1,
-        },
-        {
-            "topic": "<script>x</script>",
-            "partition": 0,
-            "offline_seconds": 0.0,
-            "under_min_isr_seconds": 0.0,
-            "isr_shrinks": 4,
-        },
-    ]
-    assert "&lt;script&gt;x&lt;/script&gt;" in table.to_html(index=False)
-    assert "<script>" not in table.to_html(index=False)
+    assert findings_html(frame, limit=1).endswith("<li>... and 1 more finding(s).</li></ul>")
+    assert findings_html(frame.iloc[:0], empty="Nothing.") == '<p class="wb-findings">Nothing.</p>'
 
 
 def test_view_initial_topics_and_window_from_notebook_parameters() -> None:

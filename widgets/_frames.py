@@ -9,6 +9,7 @@ plotly draws the same axis whatever the input.
 from __future__ import annotations
 
 import datetime as dt
+import html
 from collections.abc import Iterable
 from typing import Any, TypeAlias
 
@@ -110,3 +111,18 @@ def int_list(value: Any) -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return "n/a"
     return "[" + ", ".join(str(int(v)) for v in value) + "]"
+
+
+def plotly_text(text: str) -> str:
+    """Escape ``text`` for plotly's label markup (``<``, ``>``, ``&``), so it shows literally.
+
+    Plotly renders a few tags (``<b>``, ``<br>``, ``<a href>``...) in titles, ticks and hover
+    text and decodes ``&lt;``, ``&gt;`` and ``&amp;``, but not ``&quot;``: quotes stay as they
+    are (they cannot open a tag).
+
+    Examples
+    --------
+    >>> plotly_text('<a href="x">')
+    '&lt;a href="x"&gt;'
+    """
+    return html.escape(text, quote=False)

@@ -17,8 +17,7 @@ of HTML in labels and hover text, so every string taken from the data is escaped
 
 from __future__ import annotations
 
-import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import ipywidgets as ipw
@@ -32,10 +31,13 @@ from widgets._frames import (
     format_time,
     int_list,
     parse_time,
+    plotly_text,
     require_columns,
     short_time,
     utc_naive,
 )
+from widgets.linking import TimeWindow, register_view
+from workbench.analysis.isr import STATES
 from workbench.errors import ConfigError
 
 __all__ = [
@@ -44,15 +46,9 @@ __all__ = [
     "IsrTimeline",
     "figure_isr_timeline",
     "figure_under_min_isr",
-    "findings_html",
-    "isr_findings",
     "partition_label",
     "plotly_text",
-    "summary_table",
 ]
-
-#: Partition states, most severe first (the priority used by the analysis).
-STATES: tuple[str, ...] = ("offline", "under_min_isr", "at_min_isr", "under_replicated", "healthy")
 
 #: Bar colour per state.
 STATE_COLORS: dict[str, str] = {
@@ -83,17 +79,6 @@ STATE_COLUMNS: tuple[str, ...] = (
     "state",
 )
 COUNT_COLUMNS: tuple[str, ...] = ("broker", "time", "count")
-SUMMARY_COLUMNS: tuple[str, ...] = (
-    "topic",
-    "partition",
-    "min_isr",
-    "under_min_isr_seconds",
-    "under_replicated_seconds",
-    "offline_seconds",
-    "first_under_min_isr",
-    "isr_shrinks",
-    "isr_expands",
-)
 
 _HOVER = (
     "<b>%{customdata[0]}</b> partition %{customdata[1]}<br>"
@@ -108,21 +93,6 @@ _HOVER = (
 )
 
 _MAX_SLIDER_STEPS = 400
-
-
-def plotly_text(text: str) -> str:
-    """Escape ``text`` for plotly's label markup (``<``, ``>``, ``&``), so it shows literally.
-
-    Plotly renders a few tags (``<b>``, ``<br>``, ``<a href>``...) in titles, ticks and hover
-    text and decodes ``&lt;``, ``&gt;`` and ``&amp;``, but not ``&quot;``: quotes stay as they
-    are (they cannot open a tag).
-
-    Examples
-    --------
-    >>> plotly_text('<a href="x">')
-    '&lt;a href="x"&gt;'
-    """
-    return html.escape(text, quote=False)
 
 
 def partition_label(topic: str, partition: int) -> str:
@@ -497,120 +467,6 @@ def figure_under_min_isr(counts: pd.DataFrame, start: TimeLike = None, end: Time
     return fig
 
 
-def isr_findings(summary: pd.DataFrame, *, limit: int = 20, flap_threshold: int = 3) -> list[str]:
-    """Plain-text findings from the per-partition summary, most severe first.
-
-    One sentence per partition that was offline, under min ISR, or whose ISR shrank at least
-    ``flap_threshold`` times. The strings are plain text (not HTML): escape them when rendering,
-    e.g. with :func:`findings_html`.
-
-    Parameters
-    ----------
-    summary : pandas.DataFrame
-        ``workbench.analysis.isr.partition_summary(...).toPandas()``.
-    limit : int
-        At most this many sentences; a last line counts the rest.
-    flap_threshold : int
-        Number of ISR shrinks from which a partition is reported as flapping.
-
-    Examples
-    --------
-    >>> summary = pd.DataFrame({"topic": ["t"], "partition": [0], "min_isr": [2],
-    ...     "under_min_isr_seconds": [42.0], "under_replicated_seconds": [50.0], "offline_seconds": [0.0],
-    ...     "first_under_min_isr": pd.to_datetime(["2026-01-01 03:12:05"]),
-    ...     "isr_shrinks": [1], "isr_expands": [1]})
-    >>> isr_findings(summary)
-    ['topic t partition 0 was under min ISR (2) for 42.0 s starting 2026-01-01 03:12:05 UTC']
-    """
-    require_columns(summary, SUMMARY_COLUMNS, "ISR partition summary frame")
-    if limit < 1:
-        raise ConfigError(f"limit: expected a positive number of findings, got {limit}")
-    frame = summary.copy()
-    frame["first_under_min_isr"] = utc_naive(frame["first_under_min_isr"])
-    ranked: list[tuple[int, float, str, int, str]] = []
-    for row in frame.itertuples(index=False):
-        topic, partition = str(row.topic), int(row.partition)
-        offline = float(row.offline_seconds or 0.0)
-        under_min = float(row.under_min_isr_seconds or 0.0)
-        shrinks = int(row.isr_shrinks or 0)
-        if offline > 0:
-            ranked.append(
-                (
-                    0,
-                    -offline,
-                    topic,
-                    partition,
-                    f"topic {topic} partition {partition} was offline for {offline:.1f} s",
-                )
-            )
-        if under_min > 0:
-            min_isr = _min_isr_text(row.min_isr)
-            text = f"topic {topic} partition {partition} was under min ISR ({min_isr}) for {under_min:.1f} s"
-            if not pd.isna(row.first_under_min_isr):
-                text += f" starting {short_time(row.first_under_min_isr)} UTC"
-            ranked.append((1, -under_min, topic, partition, text))
-        if shrinks >= flap_threshold:
-            ranked.append(
-                (
-                    2,
-                    -float(shrinks),
-                    topic,
-                    partition,
-                    f"ISR of topic {topic} partition {partition} shrank {shrinks} times and expanded "
-                    f"{int(row.isr_expands or 0)} times (flapping)",
-                )
-            )
-    if not ranked:
-        return ["No partition was offline or under min ISR, and no ISR flapped."]
-    ranked.sort()
-    lines = [item[-1] for item in ranked[:limit]]
-    if len(ranked) > limit:
-        lines.append(f"... and {len(ranked) - limit} more finding(s); see the summary table.")
-    return lines
-
-
-def findings_html(findings: Sequence[str]) -> str:
-    """Render plain-text findings as an HTML bullet list, escaping every item.
-
-    Examples
-    --------
-    >>> findings_html(["topic <x> partition 0 was offline for 1.0 s"])
-    '<ul class="wb-findings"><li>topic &lt;x&gt; partition 0 was offline for 1.0 s</li></ul>'
-    """
-    items = "".join(f"<li>{html.escape(str(item))}</li>" for item in findings)
-    return f'<ul class="wb-findings">{items}</ul>'
-
-
-def summary_table(summary: pd.DataFrame, *, limit: int | None = 50) -> pd.DataFrame:
-    """The per-partition summary sorted for reading: worst partitions first, seconds rounded.
-
-    Partitions that were never offline, under min ISR or under-replicated and whose ISR never
-    shrank are left out. Render with ``DataFrame.to_html`` (which escapes cell text by default).
-
-    Examples
-    --------
-    >>> summary = pd.DataFrame({"topic": ["a", "b"], "partition": [0, 0], "min_isr": [2, 2],
-    ...     "under_min_isr_seconds": [0.0, 42.0], "under_replicated_seconds": [0.0, 42.0],
-    ...     "offline_seconds": [0.0, 0.0], "first_under_min_isr": [pd.NaT, pd.NaT],
-    ...     "isr_shrinks": [0, 1], "isr_expands": [0, 1]})
-    >>> list(summary_table(summary)["topic"])
-    ['b']
-    """
-    require_columns(summary, SUMMARY_COLUMNS, "ISR partition summary frame")
-    frame = summary.loc[:, list(SUMMARY_COLUMNS)].copy()
-    frame["first_under_min_isr"] = utc_naive(frame["first_under_min_isr"])
-    seconds = ["offline_seconds", "under_min_isr_seconds", "under_replicated_seconds"]
-    frame[seconds] = frame[seconds].fillna(0.0).astype(float).round(3)
-    notable = (frame[seconds].sum(axis=1) > 0) | (frame["isr_shrinks"].fillna(0) > 0)
-    frame = frame[notable].sort_values(
-        seconds + ["isr_shrinks", "topic", "partition"],
-        ascending=[False, False, False, False, True, True],
-        kind="stable",
-    )
-    frame = frame.reset_index(drop=True)
-    return frame if limit is None else frame.head(limit)
-
-
 def _boundaries(states: pd.DataFrame, counts: pd.DataFrame) -> list[pd.Timestamp]:
     times = pd.concat([states["start"], states["end"], counts["time"]]).dropna().unique()
     stamps = sorted(pd.Timestamp(t) for t in times)
@@ -659,6 +515,8 @@ class IsrTimeline(ipw.VBox):
         are ignored.
     start, end : str, datetime or Timestamp, optional
         Initial time window, widened to the nearest interval boundaries.
+    window : widgets.linking.TimeWindow, optional
+        A window shared with other views: when it moves, the time slider follows.
 
     Attributes
     ----------
@@ -688,6 +546,7 @@ class IsrTimeline(ipw.VBox):
         topics: Iterable[str] | str | None = None,
         start: TimeLike = None,
         end: TimeLike = None,
+        window: TimeWindow | None = None,
     ) -> None:
         self._states = _prepare_states(states)
         require_columns(counts, COUNT_COLUMNS, "UnderMinIsrPartitionCount frame")
@@ -732,6 +591,9 @@ class IsrTimeline(ipw.VBox):
 
         for control in (self.topic_filter, self.state_filter, self.time_range):
             control.observe(self._on_change, names="value")
+        self._stamps = stamps
+        if window is not None:
+            window.observe(self._follow, names="range")
 
         help_text = ipw.HTML(
             "<small>Select nothing to show all topics / states. Ctrl/Shift-click selects several.</small>"
@@ -767,6 +629,16 @@ class IsrTimeline(ipw.VBox):
     def _on_change(self, _change: dict) -> None:
         self._refresh()
 
+    def _follow(self, change: dict) -> None:
+        """Follow a shared time window: the slider moves to the boundaries around it."""
+        if not self._stamps:
+            return
+        lo, hi = change["new"]
+        if lo is None and hi is None:
+            self.time_range.index = (0, len(self._stamps) - 1)
+        else:
+            self.time_range.index = _initial_index(self._stamps, lo, hi)
+
     def _refresh(self) -> None:
         timeline, counts = self.figures()
         for widget, figure in ((self.timeline, timeline), (self.counts_figure, counts)):
@@ -777,3 +649,10 @@ class IsrTimeline(ipw.VBox):
         shown = sum(len(trace.x) for trace in timeline.data)
         rows = len(timeline.layout.yaxis.categoryarray or ())
         self.status.value = f"{shown} interval(s) on {rows} partition(s) shown"
+
+
+def _area_view(frames: Any, window: TimeWindow | None) -> IsrTimeline:
+    return IsrTimeline(frames["states"], frames["counts"], window=window)
+
+
+register_view("isr", _area_view)

@@ -9,22 +9,26 @@ reading file contents beyond the small text files that name a node (``meta.prope
 
 from __future__ import annotations
 
+import atexit
 import json
+import lzma
+import os
 import re
+import shutil
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO
 
-from workbench.errors import BundleError
+from workbench.errors import BundleError, ConfigError, UnsupportedError
+from workbench.formats.kraft_files import parse_java_properties, parse_snapshot_name
 from workbench.formats.problems import Problem
+from workbench.formats.topics import METADATA_TOPIC
 
-METADATA_TOPIC = "__cluster_metadata"
-
-# <endOffset>-<epoch>.checkpoint (KRaft snapshot)
-_SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _OFFSET_FILE_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
 _PARTITION_DIR_RE = re.compile(
     r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<uuid>[0-9a-f]{32})-(?P<state>delete|future|stray))?$"
@@ -36,13 +40,22 @@ _TEXT_CHECKPOINTS = {
     "cleaner-offset-checkpoint",
 }
 _ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
+#: A node's configuration file, as Kafka's distribution names them (``config/server.properties``,
+#: ``config/kraft/broker.properties``, ``controller.properties``).
+_SERVER_PROPERTIES = {"server.properties", "broker.properties", "controller.properties"}
+#: A node's log4j output, as Kafka's shipped logging configuration names it, rotated copies
+#: (``server.log.2024-05-01-13``, ``server.log.1``) included, and its captured stdout.
+_SERVER_LOG_RE = re.compile(
+    r"^(?:(?:server|controller|state-change|log-cleaner|kafka-request|kafka-authorizer)\.log(?:\.[\w.-]+)?"
+    r"|kafkaServer\.out|server\.out)$"
+)
 
 #: Kinds of artifact, as they appear in the ``kind`` column of the inventory.
 KINDS = (
     "segment", "snapshot", "bootstrap", "offset_index", "time_index", "txn_index",
     "producer_snapshot", "quorum_state", "meta_properties", "partition_metadata",
     "leader_epoch_checkpoint", "text_checkpoint", "clean_shutdown", "dump_text",
-    "tool_output", "metrics", "manifest", "other",
+    "tool_output", "metrics", "manifest", "server_properties", "server_log", "other",
 )
 
 
@@ -81,6 +94,25 @@ class Bundle:
     artifacts: list[Artifact]
     manifest: dict | None = None
     problems: list[Problem] = field(default_factory=list)
+    _clusters: dict[int, str] | None = field(default=None, repr=False, compare=False)
+    #: the extraction directory this bundle owns (an archive opened without ``extract_to``)
+    owned_dir: Path | None = field(default=None, repr=False, compare=False)
+
+    def close(self) -> None:
+        """Remove the directory an archive was extracted into (when the bundle owns one); idempotent.
+
+        Called on leaving a ``with`` block, and for every bundle still open when the process ends.
+        The bundle's files are gone afterwards: tables read lazily from them must be computed first.
+        """
+        if self.owned_dir is not None:
+            _remove_owned(self.owned_dir)
+            self.owned_dir = None
+
+    def __enter__(self) -> Bundle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def of_kind(self, *kinds: str) -> list[Artifact]:
         """Artifacts of the given kinds, in path order."""
@@ -99,12 +131,50 @@ class Bundle:
         """Distinct node ids found (``-1`` stands for files outside any node's log dir)."""
         return sorted({a.node_id for a in self.artifacts})
 
+    def node_clusters(self) -> dict[int, str]:
+        """The cluster id of each node, from the ``meta.properties`` of its log dirs.
+
+        A bundle may hold several clusters (MirrorMaker 2's source and target, say); analyses that
+        replay a metadata log keep each cluster's replicas apart with this. Nodes whose
+        ``meta.properties`` is missing or unreadable are absent.
+        """
+        if self._clusters is None:
+            from workbench.formats.kraft_files import parse_meta_properties
+
+            found: dict[int, str] = {}
+            for a in self.of_kind("meta_properties"):
+                try:
+                    meta = parse_meta_properties((self.root / a.path).read_text("utf-8", errors="replace"))
+                except (OSError, ValueError):
+                    continue
+                node = meta.node_id if meta.node_id is not None else a.node_id
+                if meta.cluster_id and node is not None and node >= 0:
+                    found.setdefault(node, meta.cluster_id)
+            self._clusters = found
+        return dict(self._clusters)
+
     def inventory_rows(self) -> list[dict]:
         """The inventory as a list of dicts (one per artifact)."""
         return [asdict(a) for a in self.artifacts]
 
 
-def open_bundle(path: str | Path, *, extract_to: str | Path | None = None) -> Bundle:
+#: Extraction directories owned by open bundles, removed at exit if nobody closed them.
+_OWNED: set[Path] = set()
+
+
+def _remove_owned(directory: Path) -> None:
+    shutil.rmtree(directory, ignore_errors=True)
+    _OWNED.discard(directory)
+
+
+@atexit.register
+def _remove_all_owned() -> None:
+    for directory in list(_OWNED):
+        _remove_owned(directory)
+
+
+def open_bundle(path: str | Path, *, extract_to: str | Path | None = None,
+                limits: ArchiveLimits | None = None) -> Bundle:
     """Discover the artifacts of a bundle directory or archive.
 
     Parameters
@@ -112,8 +182,13 @@ def open_bundle(path: str | Path, *, extract_to: str | Path | None = None) -> Bu
     path : str or Path
         A directory, or a ``.tar``/``.tar.gz``/``.tgz``/``.zip`` archive of one.
     extract_to : str or Path, optional
-        Where an archive is extracted (a new temporary directory by default). Members that
-        would land outside this directory (absolute paths, ``..``, links) are refused.
+        Where an archive is extracted. By default a new directory under ``$TMPDIR``
+        (``workbench-bundle-*``) that the bundle owns: it is removed by :meth:`Bundle.close`, on
+        leaving ``with open_bundle(...) as bundle:``, or when the process exits. A directory given
+        here is the caller's and stays. Members that would land outside it (absolute paths,
+        ``..``, links) are refused; see :func:`extract_archive`.
+    limits : ArchiveLimits, optional
+        How far an archive may expand (default :meth:`ArchiveLimits.from_env`).
 
     Returns
     -------
@@ -124,6 +199,8 @@ def open_bundle(path: str | Path, *, extract_to: str | Path | None = None) -> Bu
     >>> b = open_bundle("tests/fixtures/bundle")           # doctest: +SKIP
     >>> sorted({a.kind for a in b.artifacts})               # doctest: +SKIP
     ['meta_properties', 'segment', ...]
+    >>> with open_bundle("incident.tar.gz") as b:           # doctest: +SKIP
+    ...     print(len(b.artifacts))                         # the extraction is removed after the block
     """
     src = Path(path)
     if not src.exists():
@@ -131,11 +208,25 @@ def open_bundle(path: str | Path, *, extract_to: str | Path | None = None) -> Bu
     if src.is_file():
         if not src.name.endswith(_ARCHIVE_SUFFIXES):
             raise BundleError(f"expected a directory or a .tar/.tar.gz/.tgz/.zip archive, got file {src}")
-        target = Path(extract_to) if extract_to else Path(tempfile.mkdtemp(prefix="workbench-bundle-"))
-        extract_archive(src, target)
-        root = target
-    else:
-        root = src
+        owned = None
+        if extract_to:
+            target = Path(extract_to)
+        else:
+            target = owned = Path(tempfile.mkdtemp(prefix="workbench-bundle-")).resolve()
+            _OWNED.add(owned)
+        try:
+            extract_archive(src, target, limits)
+            bundle = _discover(target)
+        except BaseException:
+            if owned is not None:
+                _remove_owned(owned)
+            raise
+        bundle.owned_dir = owned
+        return bundle
+    return _discover(src)
+
+
+def _discover(root: Path) -> Bundle:
     root = root.resolve()
     artifacts: list[Artifact] = []
     problems: list[Problem] = []
@@ -152,71 +243,314 @@ def open_bundle(path: str | Path, *, extract_to: str | Path | None = None) -> Bu
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             problems.append(Problem(str(manifest_path), 0, "decode_error", f"manifest.json is not JSON: {exc}"))
+        if manifest is not None and not isinstance(manifest, dict):
+            problems.append(Problem(str(manifest_path), 0, "decode_error",
+                                    f"manifest.json holds a JSON {type(manifest).__name__}, expected an object; "
+                                    "ignored"))
+            manifest = None
     return Bundle(root=root, artifacts=artifacts, manifest=manifest, problems=problems)
 
 
-def extract_archive(archive: Path, target: Path) -> None:
-    """Extract ``archive`` into ``target``, refusing members that would escape it.
+#: ``zipfile`` compression methods Python can read (stored, deflate, bzip2, lzma).
+_ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate", zipfile.ZIP_BZIP2: "bzip2",
+                zipfile.ZIP_LZMA: "lzma"}
+#: Names of the zip methods met in the wild that Python cannot read, for the error message.
+_ZIP_UNKNOWN = {9: "Deflate64", 10: "PKWARE DCL implode", 6: "implode", 93: "zstd", 95: "xz", 98: "PPMd", 99: "AES"}
+_GiB = 1 << 30
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str | int, name: str = "size") -> int:
+    """A byte count given by a person: ``20G``, ``512MiB``, ``1.5g``, ``1048576`` (units are powers of 1024).
+
+    Examples
+    --------
+    >>> parse_size("20G"), parse_size("512MiB"), parse_size("1024")
+    (21474836480, 536870912, 1024)
+    """
+    if isinstance(text, int) and not isinstance(text, bool):
+        number, unit = float(text), ""
+    else:
+        m = _SIZE_RE.match(str(text))
+        if not m:
+            raise ConfigError(f"{name}: expected a size such as 20G, 512M or 1048576, got {text!r}")
+        number, unit = float(m.group(1)), m.group(2).lower()
+    value = int(number * (1 << (10 * " kmgt".index(unit or " "))))
+    if value <= 0:
+        raise ConfigError(f"{name}: expected a positive size, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    """How much an archive may expand to before extraction is refused.
+
+    The defaults take a real incident bundle of a few GB (log dirs of a handful of brokers,
+    preallocated index files that compress a thousandfold included) and refuse an archive bomb
+    long before it fills a disk. Raise them with :meth:`from_env` variables or the command line's
+    ``--archive-max-*`` options.
+
+    Attributes
+    ----------
+    max_bytes : int
+        Total size of the extracted files (default 32 GiB; ``WORKBENCH_ARCHIVE_MAX_BYTES``).
+    max_members : int
+        Number of members, directories included (default 200,000; ``WORKBENCH_ARCHIVE_MAX_MEMBERS``).
+    max_ratio : float
+        Extracted bytes per byte of archive (default 200; ``WORKBENCH_ARCHIVE_MAX_RATIO``), applied
+        once the extracted size passes ``ratio_floor`` (so small archives of zeros stay welcome).
+    ratio_floor : int
+        Extracted size below which the ratio is not checked (default 1 GiB).
+
+    Examples
+    --------
+    >>> ArchiveLimits().allowed(archive_bytes=2 << 20)   # a 2 MiB archive may expand to 1 GiB
+    1073741824
+    """
+
+    max_bytes: int = 32 * _GiB
+    max_members: int = 200_000
+    max_ratio: float = 200.0
+    ratio_floor: int = _GiB
+
+    def __post_init__(self) -> None:
+        for name in ("max_bytes", "max_members", "max_ratio", "ratio_floor"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 or value != value:
+                raise ConfigError(f"archive limit {name}: expected a positive number, got {value!r}")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ArchiveLimits:
+        """The limits from ``WORKBENCH_ARCHIVE_MAX_BYTES`` / ``_MAX_MEMBERS`` / ``_MAX_RATIO``, then ``overrides``.
+
+        ``None`` overrides are ignored (an option not given).
+
+        Examples
+        --------
+        >>> ArchiveLimits.from_env({"WORKBENCH_ARCHIVE_MAX_BYTES": "100G"}, max_members=10).max_bytes
+        107374182400
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name, var, convert in (("max_bytes", "WORKBENCH_ARCHIVE_MAX_BYTES", parse_size),
+                                   ("max_members", "WORKBENCH_ARCHIVE_MAX_MEMBERS", _positive_int),
+                                   ("max_ratio", "WORKBENCH_ARCHIVE_MAX_RATIO", _positive_float)):
+            raw = overrides.get(name)
+            if raw is None and env.get(var, "").strip():
+                raw, label = env[var], var
+            else:
+                label = "--archive-" + name.replace("_", "-")
+            if raw is not None:
+                values[name] = convert(raw, label)
+        return cls(**values)
+
+    def allowed(self, archive_bytes: int) -> int:
+        """The most an archive of ``archive_bytes`` may expand to."""
+        return int(min(self.max_bytes, max(self.ratio_floor, self.max_ratio * max(archive_bytes, 1))))
+
+
+def _positive_int(text: Any, name: str) -> int:
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ConfigError(f"{name}: expected a positive whole number, got {text!r}") from None
+    if value <= 0:
+        raise ConfigError(f"{name}: expected a positive whole number, got {text!r}")
+    return value
+
+
+def _positive_float(text: Any, name: str) -> float:
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise ConfigError(f"{name}: expected a positive number, got {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise ConfigError(f"{name}: expected a positive number, got {text!r}")
+    return value
+
+
+class _Budget:
+    """Counts members and bytes written during one extraction and refuses what goes past the limits."""
+
+    def __init__(self, archive: Path, limits: ArchiveLimits) -> None:
+        self.archive = archive
+        self.limits = limits
+        self.archive_bytes = archive.stat().st_size
+        self.allowed = limits.allowed(self.archive_bytes)
+        self.members = 0
+        self.written = 0
+        self.names: set[Path] = set()
+
+    def member(self, out: Path, name: str, *, is_dir: bool = False) -> None:
+        self.members += 1
+        if self.members > self.limits.max_members:
+            raise BundleError(f"{self.archive}: more than {self.limits.max_members:,} members; refused "
+                              "(raise the limit with --archive-max-members or WORKBENCH_ARCHIVE_MAX_MEMBERS)")
+        if is_dir:
+            return  # a directory named twice is harmless
+        if out in self.names:
+            raise BundleError(f"{self.archive}: member {name!r} appears twice; refused (which copy is the bundle's?)")
+        self.names.add(out)
+
+    def expect(self, size: int, name: str) -> None:
+        """Refuse before writing when ``size`` more bytes would pass the limit."""
+        if self.written + size > self.allowed:
+            self._refuse(self.written + size, name)
+
+    def wrote(self, size: int, name: str) -> None:
+        self.written += size
+        if self.written > self.allowed:
+            self._refuse(self.written, name)
+
+    def _refuse(self, total: int, name: str) -> None:
+        if self.allowed < self.limits.max_bytes:
+            why = (f"more than the {self.allowed:,} allowed for an archive of {self.archive_bytes:,} bytes "
+                   f"({self.limits.max_ratio:g} times its size, at least {self.limits.ratio_floor:,}: a compression "
+                   "bomb?); raise the limit with --archive-max-ratio or WORKBENCH_ARCHIVE_MAX_RATIO")
+        else:
+            why = (f"more than {self.limits.max_bytes:,} bytes; raise the limit with --archive-max-bytes or "
+                   "WORKBENCH_ARCHIVE_MAX_BYTES")
+        raise BundleError(f"{self.archive}: extracting {name!r} would bring the bundle to {total:,} bytes, {why}")
+
+
+def _target_of(dest: Path, name: str, archive: Path) -> Path:
+    """Where member ``name`` lands under ``dest``; refuses absolute names, ``..`` and anything leaving ``dest``."""
+    pure = PurePosixPath(name.replace("\\", "/"))
+    if pure.is_absolute() or ".." in pure.parts or re.match(r"^[A-Za-z]:", name):
+        raise BundleError(f"{archive}: archive member escapes the target directory: {name!r}")
+    out = (dest / pure).resolve()
+    if not out.is_relative_to(dest):
+        raise BundleError(f"{archive}: archive member escapes the target directory: {name!r}")
+    return out
+
+
+def _copy(source: BinaryIO, out: Path, budget: _Budget, name: str, declared: int) -> None:
+    budget.expect(declared, name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "xb") as sink:
+        while True:
+            chunk = source.read(1 << 20)
+            if not chunk:
+                break
+            budget.wrote(len(chunk), name)
+            sink.write(chunk)
+
+
+def extract_archive(archive: str | Path, target: str | Path, limits: ArchiveLimits | None = None) -> None:
+    """Extract ``archive`` into ``target``, refusing anything that would escape it or exceed ``limits``.
+
+    Only directories and regular files are written, each at most once, all under ``target``;
+    members are streamed and counted as they are written, so a compression bomb is refused
+    before it has written more than the limit. On refusal what was written so far stays in
+    ``target`` (the caller owns it; :func:`open_bundle` removes its own directory).
+
+    Parameters
+    ----------
+    archive : str or Path
+        A ``.tar``, ``.tar.gz``, ``.tgz`` or ``.zip`` file.
+    target : str or Path
+        The directory to extract into (created).
+    limits : ArchiveLimits, optional
+        Default: :meth:`ArchiveLimits.from_env`.
 
     Raises
     ------
     BundleError
-        When a member has an absolute path, climbs out with ``..``, or is a link or device.
+        A member with an absolute path, ``..``, a link or device, a name given twice; more
+        members, bytes or compression than ``limits`` allow; a truncated or damaged archive.
+    UnsupportedError
+        An encrypted zip, or a compression method Python cannot read (Deflate64, ...).
+
+    Examples
+    --------
+    >>> extract_archive("bundle.tar.gz", "/tmp/bundle")      # doctest: +SKIP
     """
+    archive = Path(archive)
+    limits = limits if limits is not None else ArchiveLimits.from_env()
+    target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
     dest = target.resolve()
+    budget = _Budget(archive, limits)
     try:
         if archive.name.endswith(".zip"):
-            with zipfile.ZipFile(archive) as zf:
-                for info in zf.infolist():
-                    out = (dest / info.filename).resolve()
-                    if not out.is_relative_to(dest):
-                        raise BundleError(f"archive member escapes the target directory: {info.filename!r}")
-                    mode = (info.external_attr >> 16) & 0o170000
-                    if mode in (0o120000,):  # symlink
-                        raise BundleError(f"archive member is a link: {info.filename!r}")
-                zf.extractall(dest)
+            _extract_zip(archive, dest, budget)
         else:
-            with tarfile.open(archive) as tf:
-                for member in tf.getmembers():
-                    out = (dest / member.name).resolve()
-                    if not out.is_relative_to(dest) or member.issym() or member.islnk() or member.isdev():
-                        raise BundleError(f"archive member escapes the target directory or is a link: {member.name!r}")
-                # the "data" filter refuses the same again, and strips set-uid bits
-                tf.extractall(dest, filter="data")
-    except (tarfile.TarError, zipfile.BadZipFile, OSError) as exc:
-        raise BundleError(f"cannot extract {archive}: {exc}") from exc
+            _extract_tar(archive, dest, budget)
+    except (BundleError, UnsupportedError):
+        raise
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError, OSError) as exc:
+        what = str(exc) or type(exc).__name__
+        if isinstance(exc, EOFError | tarfile.ReadError) or "end-of-stream" in what:
+            what = f"truncated or damaged archive ({what})"
+        raise BundleError(f"cannot extract {archive}: {what}") from None
+
+
+def _extract_zip(archive: Path, dest: Path, budget: _Budget) -> None:
+    with zipfile.ZipFile(archive) as zf:
+        infos = zf.infolist()
+        # everything that can be refused from the central directory is refused before writing
+        seen: set[Path] = set()
+        declared = 0
+        for info in infos:
+            out = _target_of(dest, info.filename, archive)
+            if out in seen and not info.is_dir():
+                raise BundleError(f"{archive}: member {info.filename!r} appears twice; refused "
+                                  "(which copy is the bundle's?)")
+            seen.add(out)
+            if info.flag_bits & 0x1:
+                raise UnsupportedError(f"{archive}: member {info.filename!r} is encrypted; "
+                                       "give the workbench an unencrypted archive or a directory")
+            if info.compress_type not in _ZIP_METHODS:
+                method = _ZIP_UNKNOWN.get(info.compress_type, f"method {info.compress_type}")
+                raise UnsupportedError(f"{archive}: member {info.filename!r} uses {method} compression, which "
+                                       "Python cannot read; re-create the archive with deflate (zip -Z deflate) "
+                                       "or as .tar.gz")
+            mode = (info.external_attr >> 16) & 0o170000
+            if mode not in (0, 0o100000, 0o040000):
+                raise BundleError(f"{archive}: archive member is a link or special file: {info.filename!r}")
+            declared += info.file_size
+        if len(infos) > budget.limits.max_members:
+            budget.members = len(infos) - 1
+            budget.member(dest, "", is_dir=True)  # raises with the usual message
+        budget.expect(declared, infos[-1].filename if infos else "")
+        for info in infos:
+            out = _target_of(dest, info.filename, archive)
+            budget.member(out, info.filename, is_dir=info.is_dir())
+            if info.is_dir():
+                out.mkdir(parents=True, exist_ok=True)
+                continue
+            with zf.open(info) as source:
+                _copy(source, out, budget, info.filename, info.file_size)
+
+
+def _extract_tar(archive: Path, dest: Path, budget: _Budget) -> None:
+    # streamed ("r|*"): members are checked and written as the decompressor reaches them, so a
+    # bomb is never decompressed further than the limit, and a truncated file fails where it ends
+    with tarfile.open(archive, mode="r|*") as tf:
+        for member in tf:
+            out = _target_of(dest, member.name, archive)
+            if member.issym() or member.islnk():
+                raise BundleError(f"{archive}: archive member is a link (refused, it could point outside the "
+                                  f"bundle): {member.name!r}")
+            if not (member.isfile() or member.isdir()):
+                raise BundleError(f"{archive}: archive member is a device, pipe or other special file: "
+                                  f"{member.name!r}")
+            if out == dest:
+                continue  # "." itself
+            budget.member(out, member.name, is_dir=member.isdir())
+            if member.isdir():
+                out.mkdir(parents=True, exist_ok=True)
+                continue
+            source = tf.extractfile(member)
+            if source is None:
+                raise BundleError(f"{archive}: cannot read member {member.name!r}")
+            _copy(source, out, budget, member.name, member.size)
 
 
 def _walk(root: Path) -> Iterator[Path]:
     for path in sorted(root.rglob("*")):
         if path.is_file() and not path.is_symlink():
             yield path
-
-
-def read_properties(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text (``key=value`` lines, ``#``/``!`` comments).
-
-    Examples
-    --------
-    >>> read_properties("#c\\nnode.id=3\\nversion=1\\n")
-    {'node.id': '3', 'version': '1'}
-    """
-    props: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, _, value = _split_prop(line)
-        props[key] = value
-    return props
-
-
-def _split_prop(line: str) -> tuple[str, str, str]:
-    m = re.match(r"^((?:\\.|[^=:\s])+)\s*[=:\s]\s*(.*)$", line)
-    if not m:
-        return line, "", ""
-    return m.group(1).replace("\\", ""), "=", m.group(2)
 
 
 def _node_of(root: Path, file: Path, cache: dict[Path, int]) -> int:
@@ -228,7 +562,7 @@ def _node_of(root: Path, file: Path, cache: dict[Path, int]) -> int:
             return cache[parent]
         props = parent / "meta.properties"
         if props.is_file():
-            values = read_properties(props.read_text(encoding="utf-8", errors="replace"))
+            values = parse_java_properties(props.read_text(encoding="utf-8", errors="replace"))
             node = values.get("node.id", values.get("broker.id", "-1"))
             cache[parent] = int(node) if node.lstrip("-").isdigit() else -1
             return cache[parent]
@@ -258,6 +592,10 @@ def _classify(root: Path, file: Path, cache: dict[Path, int]) -> Artifact:
         kind = "tool_output"
     elif rel.parts and rel.parts[0] == "metrics" or name.endswith((".csv", ".prom")):
         kind = "metrics"
+    elif name in _SERVER_PROPERTIES:
+        kind = "server_properties"
+    elif _SERVER_LOG_RE.match(name):
+        kind = "server_log"
     elif rel == Path("manifest.json"):
         kind = "manifest"
     elif name == "bootstrap.checkpoint":
@@ -273,13 +611,13 @@ def _classify(root: Path, file: Path, cache: dict[Path, int]) -> Artifact:
     elif pm is not None:
         topic, partition, state = pm.group("topic"), int(pm.group("partition")), pm.group("state")
         m = _OFFSET_FILE_RE.match(name)
-        s = _SNAPSHOT_RE.match(name)
+        s = parse_snapshot_name(name)
         if m:
             base = int(m.group(1))
             kind = {"log": "segment", "index": "offset_index", "timeindex": "time_index",
                     "txnindex": "txn_index", "snapshot": "producer_snapshot"}[m.group(2)]
-        elif s:
-            base = int(s.group(1))
+        elif s is not None and s.state == "complete":
+            base = s.end_offset
             kind = "snapshot"
         elif name == "partition.metadata":
             kind = "partition_metadata"

@@ -4,41 +4,52 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
-from workbench.errors import ConfigError, WorkbenchError
-
-
-def _parse_params(pairs: list[list[str]] | None, declared: dict[str, str]) -> dict[str, object]:
-    """Convert ``-p NAME VALUE`` strings to the type the notebook's parameters cell declares."""
-    params: dict[str, object] = {}
-    for name, raw in pairs or []:
-        kind = declared.get(name, "str")
-        if kind == "bool":
-            if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                raise ConfigError(f"parameter {name!r} is a bool; got {raw!r} (use true or false)")
-            params[name] = raw.lower() in ("true", "1", "yes")
-        elif kind in ("int", "float"):
-            try:
-                params[name] = int(raw) if kind == "int" else float(raw)
-            except ValueError as exc:
-                raise ConfigError(f"parameter {name!r} is an {kind}; got {raw!r}") from exc
-        else:
-            params[name] = raw  # strings stay strings: -p start 2026 is not a number
-    return params
+from workbench.errors import WorkbenchError
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    import papermill
+    from workbench.params import load_parameters_file
+    from workbench.report import EXIT_FAILED, EXIT_FINDINGS, run_report
 
-    from workbench.report import build_report, notebook_path
+    params: dict[str, object] = {}
+    if args.parameters:
+        params.update(load_parameters_file(args.parameters))
+    for name, raw in args.param or []:
+        params[name] = raw  # converted to the notebook's declared type by run_report
+    result = run_report(args.bundle, args.out, notebook=args.notebook, parameters=params, summary=args.summary,
+                        fail_on=args.fail_on, archive_limits=_archive_limits(args))
+    print(result.path)
+    if result.exit_code == EXIT_FINDINGS:
+        print(f"workbench: findings at or above {args.fail_on} (see the report)", file=sys.stderr)
+    elif result.exit_code == EXIT_FAILED:
+        reason = (result.summary or {}).get("nothing_to_analyse") or "nothing to analyse"
+        print(f"workbench: {reason}", file=sys.stderr)
+    return result.exit_code
 
-    declared = {name: (spec.get("inferred_type_name") or "str").split("|")[0].strip()
-                for name, spec in papermill.inspect_notebook(str(notebook_path(args.notebook))).items()}
-    out = build_report(args.bundle, args.out, notebook=args.notebook, parameters=_parse_params(args.param, declared))
-    print(out)
-    return 0
+
+def _archive_limits(args: argparse.Namespace) -> object:
+    from workbench.bundle import ArchiveLimits
+
+    return ArchiveLimits.from_env(max_bytes=args.archive_max_bytes, max_members=args.archive_max_members,
+                                  max_ratio=args.archive_max_ratio)
+
+
+def _add_archive_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("archive limits", "an archive is extracted into a private directory that is removed "
+                             "when the command ends; these refuse archive bombs (environment variables "
+                             "WORKBENCH_ARCHIVE_MAX_BYTES, _MAX_MEMBERS, _MAX_RATIO set them too)")
+    g.add_argument("--archive-max-bytes", metavar="SIZE", default=None,
+                   help="most bytes the archive may expand to (default 32G)")
+    g.add_argument("--archive-max-members", metavar="N", default=None,
+                   help="most files and directories in the archive (default 200000)")
+    g.add_argument("--archive-max-ratio", metavar="R", default=None,
+                   help="most extracted bytes per archive byte, checked beyond 1 GiB extracted (default 200)")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -52,8 +63,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from workbench.bundle import open_bundle
     from workbench.inspect import scan_problems
 
-    bundle = open_bundle(args.path)
-    problems = list(bundle.problems) + scan_problems(bundle, deep=args.deep)
+    limits = _archive_limits(args)
+    with open_bundle(args.path, limits=limits) as bundle:  # an archive's extraction is removed on leaving
+        return _inspect(args, bundle, scan_problems(bundle, deep=args.deep))
+
+
+def _inspect(args: argparse.Namespace, bundle: Any, scanned: list) -> int:
+    problems = list(bundle.problems) + scanned
     if args.json:
         json.dump({"root": str(bundle.root), "inventory": bundle.inventory_rows(),
                    "problems": [p.__dict__ for p in problems]}, sys.stdout, indent=1)
@@ -81,25 +97,167 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
-    from workbench.dump import dump_files
+    from workbench.errors import ConfigError
+    from workbench.formats.dumptext_write import _looks_like_file
 
-    return dump_files(args.files, fmt=args.format, out=sys.stdout, strict=args.strict,
-                      kafka_version=args.kafka_version, decoder=args.decoder,
-                      payloads=args.print_data_log)
+    files = list(args.files)
+    for flag in ("key_decoder_class", "value_decoder_class"):  # "--value-decoder-class FILE": FILE is a file
+        value = getattr(args, flag)
+        if value and _looks_like_file(value):
+            files.insert(0, value)
+            setattr(args, flag, "")
+    for group in args.files_opt or []:
+        files.extend(f for f in group.split(",") if f)
+    if not files:
+        raise ConfigError("no file to dump: give files as arguments or with --files a,b,c")
+    errors = []
+    for name in files:
+        path = Path(name)
+        if not path.exists():
+            errors.append(f"{name}: no such file")
+        elif path.is_dir():
+            errors.append(f"{name}: is a directory; give the segment, snapshot or index files in it")
+        elif not path.is_file():
+            errors.append(f"{name}: not a regular file")
+    if errors:
+        raise ConfigError("\n".join(errors))
+    decoders = [name for flag, name in _DUMP_DECODER_FLAGS.items() if getattr(args, flag)]
+    decoder = args.decoder
+    problems: list = []
+    try:
+        status = _dump(args, files, decoders, decoder, problems)
+    except BrokenPipeError:  # the reader went away (| head): stop quietly
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    if args.format == "kafka":
+        for log in problems:
+            for p in log.problems:
+                print(f"workbench: {p.path} @ {p.position}: {p.kind}: {p.detail}", file=sys.stderr)
+    return status
+
+
+def _dump(args: argparse.Namespace, files: list[str], decoders: list[str], decoder: str | None, problems: list) -> int:
+    from workbench.dump import dump_files
+    from workbench.errors import ConfigError
+    from workbench.formats.dumptext_write import options_for
+
+    if args.format == "kafka":
+        if decoder not in (None, "auto", "none"):
+            decoders.append(decoder)
+        options = options_for(
+            args.kafka_version, decoders=decoders, print_data_log=args.print_data_log,
+            deep_iteration=args.deep_iteration, skip_record_metadata=args.skip_record_metadata,
+            max_bytes=args.max_bytes, index_sanity_check=args.index_sanity_check,
+            verify_index_only=args.verify_index_only, max_message_size=args.max_message_size,
+            key_decoder_class=args.key_decoder_class, value_decoder_class=args.value_decoder_class,
+        )
+        status = dump_files(files, fmt="kafka", out=sys.stdout, strict=args.strict, kafka_version=args.kafka_version,
+                            decoder="auto" if decoder == "auto" else None, options=options, problems=problems)
+    else:
+        kafka_only = [flag for flag in ("skip_record_metadata", "index_sanity_check", "verify_index_only")
+                      if getattr(args, flag)]
+        kafka_only += [flag for flag in ("max_bytes", "max_message_size", "key_decoder_class", "value_decoder_class")
+                       if getattr(args, flag) is not None]
+        if kafka_only:
+            flag = "--" + kafka_only[0].replace("_", "-")
+            raise ConfigError(f"{flag} shapes kafka-dump-log text: use it with --format kafka")
+        if len(decoders) > 1:
+            raise ConfigError("give one decoder with --format jsonl")
+        if decoders:
+            decoder = decoders[0]
+        status = dump_files(files, fmt="jsonl", out=sys.stdout, strict=args.strict, decoder=decoder or "auto",
+                            payloads=args.print_data_log, problems=problems)
+    sys.stdout.flush()
+    return status
+
+
+#: kafka-dump-log's decoder flags (argparse destinations) and the decoder each selects
+_DUMP_DECODER_FLAGS = {
+    "offsets_decoder": "offsets",
+    "transaction_log_decoder": "transaction-log",
+    "cluster_metadata_decoder": "cluster-metadata",
+    "remote_log_metadata_decoder": "remote-log-metadata",
+    "share_group_state_decoder": "share-group-state",
+}
+
+
+def _add_dump_parser(sub: argparse._SubParsersAction) -> None:
+    from workbench.formats.topics import DECODERS
+
+    p = sub.add_parser(
+        "dump",
+        help="dump segments, snapshots and indexes as JSON lines or as kafka-dump-log text",
+        description="JSON lines (default), or with --format kafka the text of kafka-dump-log.sh, byte for byte, "
+        "taking its flags with its meaning for the chosen Kafka release (--kafka-version): batch lines only "
+        "unless --deep-iteration, --print-data-log or a decoder is given.",
+        allow_abbrev=False,
+    )
+    p.add_argument("files", nargs="*", help="files (.log, .checkpoint, .index, .timeindex, .txnindex, .snapshot)")
+    p.add_argument("--files", dest="files_opt", action="append", metavar="A,B,...",
+                   help="comma-separated files, as kafka-dump-log takes them")
+    p.add_argument("--format", choices=("jsonl", "kafka"), default="jsonl")
+    p.add_argument("--kafka-version", default=None,
+                   help="dump-tool text and flags of this Kafka release (--format kafka)")
+    p.add_argument("--decoder", choices=("auto", *DECODERS), default=None,
+                   help="payload decoder: auto = by the file's topic directory (the jsonl default); "
+                   "with --format kafka a shorthand for the --...-decoder flags")
+    k = p.add_argument_group("kafka-dump-log flags")
+    k.add_argument("--deep-iteration", action="store_true", help="one line per record")
+    k.add_argument("--print-data-log", action="store_true",
+                   help="print keys and payloads (implies --deep-iteration); jsonl: add keys, values, headers")
+    for flag in _DUMP_DECODER_FLAGS:
+        k.add_argument("--" + flag.replace("_", "-"), action="store_true",
+                       help=f"decode payloads as {_DUMP_DECODER_FLAGS[flag]} records (implies --print-data-log)")
+    k.add_argument("--skip-record-metadata", action="store_true", help="print keys and payloads only")
+    k.add_argument("--max-bytes", default=None, metavar="N", help="read only the batches in the first N bytes")
+    k.add_argument("--max-message-size", default=None, metavar="N",
+                   help="bytes an .index entry's batch must fit in (default 5242880)")
+    k.add_argument("--index-sanity-check", action="store_true", help="only check .index/.timeindex files")
+    k.add_argument("--verify-index-only", action="store_true", help="check index entries against the log, print none")
+    k.add_argument("--key-decoder-class", nargs="?", const="", default=None, metavar="CLASS",
+                   help="only Kafka's default org.apache.kafka.tools.api.StringDecoder can be honoured")
+    k.add_argument("--value-decoder-class", nargs="?", const="", default=None, metavar="CLASS",
+                   help="only Kafka's default org.apache.kafka.tools.api.StringDecoder can be honoured")
+    p.add_argument("--strict", action="store_true", help="stop at the first unreadable byte")
+    p.set_defaults(func=cmd_dump)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``workbench`` command."""
-    parser = argparse.ArgumentParser(prog="workbench",
-                                     description="Offline investigation workbench for Kafka incidents.")
+    parser = argparse.ArgumentParser(
+        prog="workbench", description="Offline investigation workbench for Kafka incidents.",
+        epilog="Exit codes: 0 success (report: no finding at or above --fail-on); 1 report: findings at or above "
+               "--fail-on, inspect --fail-on-problems / dump: something could not be read; 2 error (bad arguments, "
+               "unreadable bundle or archive, failed notebook, report on a bundle with nothing to analyse); "
+               "130 interrupted. Errors are one line each on stderr; --debug adds the traceback.")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
+    real_add = sub.add_parser
 
-    p = sub.add_parser("report", help="run an incident-report notebook on a bundle and write self-contained HTML")
+    def add_parser(*a: Any, **k: Any) -> argparse.ArgumentParser:  # --debug after the command too
+        p = real_add(*a, **k)
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the traceback of an error")
+        return p
+
+    sub.add_parser = add_parser  # type: ignore[method-assign]
+
+    p = sub.add_parser(
+        "report", help="run an incident-report notebook on a bundle and write self-contained HTML",
+        description="Exit codes: 0 no finding at or above --fail-on; 1 findings at or above it; 2 the report "
+                    "could not be built (bad arguments, unreadable bundle, failed notebook).")
     p.add_argument("--bundle", required=True, help="bundle directory or archive")
     p.add_argument("--out", required=True, help="HTML file to write")
     p.add_argument("--notebook", default="incident_report", help="notebook name in notebooks/ (default: %(default)s)")
+    p.add_argument("--parameters", metavar="FILE", help="YAML file of notebook parameters (name: value)")
     p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                   help="notebook parameter (VALUE parsed as JSON when it can be)")
+                   help="notebook parameter, converted to its declared type (overrides --parameters)")
+    p.add_argument("--summary", metavar="FILE", help="also write the findings and key figures as JSON")
+    p.add_argument("--fail-on", default="critical", choices=("critical", "warning", "info", "never"),
+                   help="exit 1 when a finding is at least this severe (default: %(default)s)")
+    _add_archive_options(p)
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("demo", help="write the demo bundle (captured from real Kafka)")
@@ -111,31 +269,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--deep", action="store_true", help="also read every data segment (slower)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--fail-on-problems", action="store_true", help="exit 1 when anything could not be read")
+    _add_archive_options(p)
     p.set_defaults(func=cmd_inspect)
 
-    p = sub.add_parser("dump", help="dump segment or snapshot files as JSON lines or kafka-dump-log text")
-    p.add_argument("files", nargs="+", help=".log or .checkpoint files")
-    p.add_argument("--format", choices=("jsonl", "kafka"), default="jsonl")
-    p.add_argument("--kafka-version", default=None, help="dump-tool text of this Kafka version (with --format kafka)")
-    p.add_argument("--decoder", choices=("auto", "none", "cluster-metadata", "offsets", "remote-log-metadata",
-                                         "transaction-log", "share-group-state"),
-                   default="auto", help="payload decoder (auto: by the file's topic directory)")
-    p.add_argument("--print-data-log", action="store_true", help="include record payloads")
-    p.add_argument("--strict", action="store_true", help="stop at the first unreadable byte")
-    p.set_defaults(func=cmd_dump)
+    _add_dump_parser(sub)
     return parser
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds: an archive's extraction directory is removed on the way out
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the process exit code."""
+    """Run the command line; returns the process exit code (see the epilog of :func:`build_parser`)."""
     args = build_parser().parse_args(argv)
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread
+        previous = None
     try:
         return int(args.func(args))
     except WorkbenchError as exc:
-        print(f"workbench: {exc}", file=sys.stderr)
+        if args.debug:
+            raise
+        for line in str(exc).splitlines() or [type(exc).__name__]:
+            print(f"workbench: {line}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print("workbench: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug, or input the workbench does not yet turn into a clear error
+        if args.debug:
+            raise
+        detail = " ".join(str(exc).split())[:300]
+        print(f"workbench: unexpected {type(exc).__name__}: {detail} (run with --debug for the traceback)",
+              file=sys.stderr)
+        return 2
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -11,20 +11,29 @@ offline).
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from workbench.errors import BundleError, ConfigError, WorkbenchError
+from workbench.params import convert_parameter, parse_instant
 
-__all__ = ["ReportError", "build_report", "notebook_path", "notebooks_dir", "write_summary"]
+__all__ = [
+    "ReportError",
+    "ReportResult",
+    "build_report",
+    "compose_report_notebook",
+    "notebook_path",
+    "notebooks_dir",
+    "run_report",
+]
 
 #: Cells with these tags are dropped from the HTML (the parameter cells).
 HIDDEN_CELL_TAGS = frozenset({"parameters", "injected-parameters"})
@@ -110,19 +119,154 @@ def notebook_path(name: str) -> Path:
     return path
 
 
-def _check_parameters(notebook: Path, parameters: Mapping[str, Any]) -> None:
+#: The report notebook composed from the section notebooks (``NN_<area>.ipynb``).
+COMPOSED_NOTEBOOK = "incident_report"
+_SECTION = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
+
+
+def section_notebooks(directory: Path | None = None) -> list[Path]:
+    """The section notebooks (``00_overview.ipynb``, ``01_quorum.ipynb``, ...), in order."""
+    folder = directory or notebooks_dir()
+    return sorted(p for p in folder.glob("*.ipynb") if _SECTION.match(p.name))
+
+
+def _parameter_lines(source: str) -> list[tuple[str, str]]:
+    out = []
+    for line in source.splitlines():
+        m = re.match(r"^([A-Za-z_]\w*)\s*[:=]", line)
+        if m:
+            out.append((m.group(1), line))
+    return out
+
+
+def compose_report_notebook(directory: Path | None = None) -> Any:
+    """The incident report as one notebook: every section notebook's cells, in order, sharing one setup.
+
+    * one ``parameters`` cell: the union of the sections' parameter lines (a name declared twice
+      must be declared identically);
+    * each distinct ``setup`` cell once (the sections share one :class:`~workbench.investigation.Investigation`);
+    * every other cell in section order, except cells tagged ``appendix``, which close the report;
+    * the sections' first markdown cell (their title) stays; the overview's opens the report.
+
+    Adding an area's notebook adds a section: ``make notebooks`` rewrites
+    ``notebooks/incident_report.ipynb`` from this, and a test checks it is current.
+    """
+    import nbformat
+
+    sections = section_notebooks(directory)
+    if not sections:
+        raise ReportError(f"no section notebooks (NN_<name>.ipynb) in {directory or notebooks_dir()}")
+    params: dict[str, str] = {}
+    setups: list[str] = []
+    body: list[Any] = []
+    appendix: list[Any] = []
+    kernelspec = None
+    for path in sections:
+        nb = nbformat.read(str(path), as_version=4)
+        kernelspec = kernelspec or nb.metadata.get("kernelspec")
+        for cell in nb.cells:
+            tags = set(cell.metadata.get("tags", []))
+            if "parameters" in tags:
+                for name, line in _parameter_lines(cell.source):
+                    if name in params and params[name].split("#")[0].strip() != line.split("#")[0].strip():
+                        raise ReportError(f"parameter {name!r} is declared differently in {path.name}: "
+                                          f"{line!r} vs {params[name]!r}")
+                    params.setdefault(name, line)
+            elif "setup" in tags:
+                if cell.source not in setups:
+                    setups.append(cell.source)
+                    body.append(_fresh_cell(cell))
+            elif "appendix" in tags:
+                appendix.append(_fresh_cell(cell))
+            else:
+                body.append(_fresh_cell(cell, demote=path != sections[0]))
+    first = nbformat.v4.new_code_cell("\n".join(params.values()), metadata={"tags": ["parameters"]})
+    # the title cell of the first section opens the report, then the parameters
+    cells = body[:1] + [first] + body[1:] + appendix
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = kernelspec or {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["workbench"] = {"composed_from": [p.name for p in sections]}
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i:03d}"
+    return nb
+
+
+def _fresh_cell(cell: Any, demote: bool = False) -> Any:
+    import nbformat
+
+    tags = [t for t in cell.metadata.get("tags", []) if t != "appendix"]
+    meta = {"tags": tags} if tags else {}
+    if cell.cell_type == "markdown":
+        # a section's headings go one level down, under the report's title
+        text = re.sub(r"(?m)^(#+ )", r"#\1", cell.source) if demote else cell.source
+        return nbformat.v4.new_markdown_cell(text, metadata=meta)
+    return nbformat.v4.new_code_cell(cell.source, metadata=meta)
+
+
+def write_composed_notebook(directory: Path | None = None) -> Path:
+    """Write ``incident_report.ipynb`` (and its jupytext ``.py`` pair) from the section notebooks."""
+    import nbformat
+
+    folder = directory or notebooks_dir()
+    nb = compose_report_notebook(folder)
+    target = folder / f"{COMPOSED_NOTEBOOK}.ipynb"
+    nbformat.write(nb, str(target))
+    return target
+
+
+def declared_parameters(notebook: Path) -> dict[str, dict[str, Any]]:
+    """The parameters a notebook's ``parameters`` cell declares: name -> {type, default, help}."""
     import papermill
 
-    clash = sorted(RESERVED_PARAMETERS & set(parameters))
-    if clash:
-        raise ConfigError(f"parameters: {', '.join(clash)} are set by build_report itself; pass the bundle argument")
-    declared = papermill.inspect_notebook(str(notebook))
-    unknown = sorted(set(parameters) - set(declared))
-    if unknown:
-        raise ConfigError(
-            f"parameters: {notebook.stem} has no parameter(s) {', '.join(unknown)}; "
-            f"it takes {', '.join(sorted(declared))}"
-        )
+    return {name: {"type": (spec.get("inferred_type_name") or "str").split("|")[0].strip(),
+                   "default": spec.get("default"), "help": spec.get("help") or ""}
+            for name, spec in papermill.inspect_notebook(str(notebook)).items()}
+
+
+def check_parameters(notebook: Path, parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate and convert report parameters against the notebook's declared types.
+
+    Every error is collected and reported at once, one line each: unknown names, reserved names
+    (``bundle``, ``report``), values of the wrong type, and unreadable ``start``/``end`` times. No
+    Spark work happens before this passes.
+
+    Returns
+    -------
+    dict
+        The parameters converted to the declared types.
+
+    Raises
+    ------
+    ConfigError
+        With one line per problem.
+    """
+    declared = declared_parameters(notebook)
+    errors: list[str] = []
+    out: dict[str, Any] = {}
+    for name, value in parameters.items():
+        if name in RESERVED_PARAMETERS:
+            errors.append(f"parameter {name!r} is set by the report itself (give the bundle with --bundle)")
+        elif name not in declared:
+            takes = ", ".join(sorted(set(declared) - RESERVED_PARAMETERS))
+            errors.append(f"{notebook.stem} has no parameter {name!r}; it takes {takes}")
+        else:
+            try:
+                out[name] = convert_parameter(name, declared[name]["type"], value)
+            except ConfigError as exc:
+                errors.append(str(exc))
+    bounds = {}
+    for name in ("start", "end"):
+        if name in out:
+            try:
+                bounds[name] = parse_instant(out[name], name)
+            except ConfigError as exc:
+                errors.append(str(exc))
+    if bounds.get("start") and bounds.get("end") and bounds["start"] > bounds["end"]:
+        errors.append(f"time window: start {out['start']} is after end {out['end']}")
+    if errors:
+        raise ConfigError("\n".join(errors))
+    return out
 
 
 def _execute(
@@ -202,17 +346,100 @@ def _check_offline(body: str, executed: Path | None) -> None:
         )
 
 
+#: Exit codes of a report run, for schedulers.
+EXIT_OK, EXIT_FINDINGS, EXIT_FAILED = 0, 1, 2
+#: ``fail_on`` values, most severe first; ``never`` makes findings never fail the run.
+FAIL_ON = ("critical", "warning", "info", "never")
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What a report run produced.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The HTML report.
+    summary : dict or None
+        The machine-readable summary (findings, chains, per-area key figures), when the notebook
+        writes one (the incident report and the overview do).
+    exit_code : int
+        :data:`EXIT_OK` (no finding at or above ``fail_on``) or :data:`EXIT_FINDINGS`.
+    """
+
+    path: Path
+    summary: dict[str, Any] | None
+    exit_code: int
+
+
+def exit_code_for(summary: Mapping[str, Any] | None, fail_on: str) -> int:
+    """:data:`EXIT_FINDINGS` when the summary holds a finding at or above ``fail_on``, else :data:`EXIT_OK`.
+
+    :data:`EXIT_FAILED` whatever ``fail_on`` when the summary says the bundle held nothing to
+    analyse (``nothing_to_analyse``): a report on no data is not a clean bill of health.
+
+    Examples
+    --------
+    >>> exit_code_for({"findings": [{"severity": "warning"}]}, "critical")
+    0
+    >>> exit_code_for({"findings": [{"severity": "warning"}]}, "warning")
+    1
+    >>> exit_code_for({"findings": [], "nothing_to_analyse": "The bundle holds no file ..."}, "never")
+    2
+    """
+    if fail_on not in FAIL_ON:
+        raise ConfigError(f"fail_on: expected one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    if summary and summary.get("nothing_to_analyse"):
+        return EXIT_FAILED
+    if fail_on == "never" or not summary:
+        return EXIT_OK
+    worst = FAIL_ON.index(fail_on)
+    hits = [f for f in summary.get("findings", []) if f.get("severity") in FAIL_ON[: worst + 1]]
+    return EXIT_FINDINGS if hits else EXIT_OK
+
+
 def build_report(
     bundle: str | os.PathLike[str],
     out: str | os.PathLike[str],
     *,
-    notebook: str = "incident_report",
+    notebook: str = COMPOSED_NOTEBOOK,
     parameters: Mapping[str, Any] | None = None,
     kernel_name: str = "python3",
     keep_executed: str | os.PathLike[str] | None = None,
     timeout: float | None = 600,
 ) -> Path:
+    """Run a report notebook on a bundle and write one self-contained HTML file; returns its path.
+
+    See :func:`run_report`, which also returns the summary and the exit code.
+
+    Examples
+    --------
+    >>> build_report("demo-bundle", "reports/incident.html",
+    ...              parameters={"topics": "payments"})  # doctest: +SKIP
+    PosixPath('/.../reports/incident.html')
+    """
+    return run_report(bundle, out, notebook=notebook, parameters=parameters, kernel_name=kernel_name,
+                      keep_executed=keep_executed, timeout=timeout).path
+
+
+def run_report(
+    bundle: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    notebook: str = COMPOSED_NOTEBOOK,
+    parameters: Mapping[str, Any] | None = None,
+    summary: str | os.PathLike[str] | None = None,
+    fail_on: str = "critical",
+    kernel_name: str = "python3",
+    keep_executed: str | os.PathLike[str] | None = None,
+    timeout: float | None = 600,
+    archive_limits: Any = None,
+) -> ReportResult:
     """Run a report notebook on a bundle and write one self-contained HTML file.
+
+    Everything given is checked before any notebook (or Spark) starts: the bundle exists, ``out``
+    is an ``.html`` path that is not a directory, the notebook exists, every parameter is declared
+    with a value of its type (one line per error).
 
     Parameters
     ----------
@@ -222,11 +449,16 @@ def build_report(
     out : str or path
         The HTML file to write (parent directories are created).
     notebook : str
-        A notebook name from the repository's ``notebooks/`` directory, or a path to an
-        ``.ipynb`` file.
+        A notebook name from the repository's ``notebooks/`` directory (default: the composed
+        incident report), or a path to an ``.ipynb`` file.
     parameters : mapping, optional
-        Further notebook parameters (``start``, ``end``, ``topics``, ...). Names the notebook
-        does not declare are refused, as are ``bundle`` and ``report``.
+        Further notebook parameters (``start``, ``end``, ``topics``, ...). Strings are converted
+        to the declared type (``-p NAME VALUE``); typed values (a YAML file) are checked.
+    summary : str or path, optional
+        Also write the machine-readable summary (JSON) here.
+    fail_on : str
+        The severity from which findings make the exit code :data:`EXIT_FINDINGS`
+        (``critical``, ``warning``, ``info``, or ``never``).
     kernel_name : str
         Jupyter kernel to run the notebook with.
     keep_executed : str or path, optional
@@ -234,11 +466,17 @@ def build_report(
         that is removed on success and kept on failure.
     timeout : float or None
         Seconds a single cell may run.
+    archive_limits : ArchiveLimits, optional
+        How far an archive ``bundle`` may expand (default
+        :meth:`workbench.bundle.ArchiveLimits.from_env`). An archive is extracted once, after every
+        argument is checked, into a directory of its own that is removed when the report is done,
+        failed or not; the notebook reads the extracted directory.
 
     Returns
     -------
-    pathlib.Path
-        The absolute path of the HTML report.
+    ReportResult
+        ``exit_code`` is :data:`EXIT_FAILED` when the bundle held nothing to analyse (the report
+        is written and says so).
 
     Raises
     ------
@@ -248,115 +486,74 @@ def build_report(
     BundleError
         ``bundle`` does not exist.
     ConfigError
-        Unknown notebook or parameter names.
-
-    Examples
-    --------
-    >>> build_report("demo-bundle", "reports/incident.html",
-    ...              parameters={"topics": "payments"})  # doctest: +SKIP
-    PosixPath('/.../reports/incident.html')
+        Unknown notebook, parameter names or values, or a bad ``out``/``fail_on``.
     """
+    out_path = Path(out).expanduser().resolve()
+    if out_path.is_dir():
+        raise ConfigError(f"out: {out_path} is a directory; give an .html file name")
+    if out_path.suffix.lower() not in (".html", ".htm"):
+        raise ConfigError(f"out: expected an .html file name, got {out_path.name}")
     bundle_path = Path(bundle).expanduser().resolve()
     if not bundle_path.exists():
         raise BundleError(f"bundle path does not exist: {bundle_path}")
-    out_path = Path(out).expanduser().resolve()
-    if out_path.suffix.lower() not in (".html", ".htm"):
-        raise ConfigError(f"out: expected an .html file name, got {out_path.name}")
+    if fail_on not in FAIL_ON:
+        raise ConfigError(f"fail_on: expected one of {', '.join(FAIL_ON)}, got {fail_on!r}")
     if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0 or math.isnan(timeout)):
         raise ConfigError(f"timeout: expected a positive number of seconds or None, got {timeout!r}")
     source = notebook_path(notebook)
-    params = dict(parameters or {})
-    _check_parameters(source, params)
-    params.update(bundle=str(bundle_path), report=True)
+    params = check_parameters(source, dict(parameters or {}))
+    summary = summary or params.pop("summary_path", None) or None
+    writes_summary = "summary_path" in declared_parameters(source)
+    if summary and not writes_summary:
+        raise ConfigError(f"summary: {source.stem} writes no summary (it has no summary_path parameter)")
+    if (out_path.exists() and not os.access(out_path, os.W_OK)) or not _writable_dir(out_path.parent):
+        raise ConfigError(f"out: cannot write {out_path} (no permission)")
 
-    scratch: Path | None = None
+    run = dict(source=source, params=params, bundle_path=bundle_path, out_path=out_path, summary=summary,
+               writes_summary=writes_summary, fail_on=fail_on, kernel_name=kernel_name, keep_executed=keep_executed,
+               timeout=timeout)
+    if bundle_path.is_file():
+        from workbench.bundle import open_bundle
+
+        with open_bundle(bundle_path, limits=archive_limits) as opened:  # removed when the report is done
+            return _run(root=opened.root, **run)
+    return _run(root=bundle_path, **run)
+
+
+def _writable_dir(directory: Path) -> bool:
+    """Whether ``directory`` (or its nearest existing ancestor, where it would be created) takes new files."""
+    for candidate in (directory, *directory.parents):
+        if candidate.exists():
+            return candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)
+    return False
+
+
+def _run(*, source: Path, params: dict[str, Any], root: Path, bundle_path: Path, out_path: Path,
+         summary: str | os.PathLike[str] | None, writes_summary: bool, fail_on: str, kernel_name: str,
+         keep_executed: str | os.PathLike[str] | None, timeout: float | None) -> ReportResult:
+    params = dict(params, bundle=str(root), report=True)
+    scratch = Path(tempfile.mkdtemp(prefix="workbench-report-"))
     if keep_executed is not None:
         executed = Path(keep_executed).expanduser().resolve()
         executed.parent.mkdir(parents=True, exist_ok=True)
     else:
-        scratch = Path(tempfile.mkdtemp(prefix="workbench-report-"))
         executed = scratch / f"{source.stem}.executed.ipynb"
+    summary_file = None
+    if writes_summary:
+        summary_file = Path(summary).expanduser().resolve() if summary else scratch / "summary.json"
+        params["summary_path"] = str(summary_file)
 
     _execute(source, executed, params, kernel_name, timeout)  # on failure the scratch dir is kept
     try:
         body = _to_html(executed, f"Kafka incident report: {bundle_path.name}")
         _check_offline(body, executed if keep_executed is not None else None)
+        document = json.loads(summary_file.read_text(encoding="utf-8")) if summary_file and summary_file.is_file() \
+            else None
     finally:
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
     out_path.parent.mkdir(parents=True, exist_ok=True)
     partial = out_path.with_name(f".{out_path.name}.partial")
     partial.write_text(body, encoding="utf-8")
     partial.replace(out_path)
-    return out_path
-
-
-def _json_value(value: Any) -> Any:
-    """Make pandas/numpy scalars JSON-friendly: NaN/NaT become null, times ISO 8601 in UTC."""
-    import pandas as pd
-
-    if value is None:
-        return None
-    if isinstance(value, dt.datetime | dt.date | pd.Timestamp):
-        if pd.isna(value):
-            return None
-        if isinstance(value, dt.datetime) and value.tzinfo is None:
-            value = value.replace(tzinfo=dt.UTC)  # the workbench's Spark sessions run in UTC
-        return value.isoformat()
-    if hasattr(value, "item"):  # numpy scalar
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
-def write_summary(
-    path: str | os.PathLike[str],
-    *,
-    bundle: str,
-    findings: Sequence[str],
-    partitions: Any = None,
-    parameters: Mapping[str, Any] | None = None,
-) -> Path:
-    """Write the machine-readable result of a report run as JSON.
-
-    Parameters
-    ----------
-    path : str or path
-        JSON file to write (parent directories are created).
-    bundle : str
-        The bundle the report was built from.
-    findings : sequence of str
-        Plain-text findings, most severe first.
-    partitions : pandas.DataFrame, optional
-        A per-partition table (e.g. the ISR summary); written as a list of records.
-    parameters : mapping, optional
-        The notebook parameters, recorded for reproducibility.
-
-    Returns
-    -------
-    pathlib.Path
-        The file written.
-
-    Examples
-    --------
-    >>> import tempfile, json
-    >>> p = write_summary(Path(tempfile.mkdtemp()) / "s.json", bundle="b", findings=["x"])
-    >>> json.loads(p.read_text())["findings"]
-    ['x']
-    """
-    target = Path(path).expanduser()
-    rows: list[dict[str, Any]] = []
-    if partitions is not None:
-        rows = [{str(k): _json_value(v) for k, v in rec.items()} for rec in partitions.to_dict("records")]
-    document = {
-        "bundle": str(bundle),
-        "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "parameters": {str(k): _json_value(v) for k, v in (parameters or {}).items()},
-        "findings": [str(f) for f in findings],
-        "partitions": rows,
-    }
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    return target
+    return ReportResult(out_path, document, exit_code_for(document, fail_on))

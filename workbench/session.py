@@ -66,7 +66,7 @@ def session(
     """
     from pyspark.sql import SparkSession
 
-    from workbench.spark.sources import register_sources
+    from workbench.spark.registry import register_sources
 
     # Python workers must run this interpreter (a venv's), not whatever python3 is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

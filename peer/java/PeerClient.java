@@ -4,6 +4,9 @@
 //
 //   produce  BOOTSTRAP SECONDS RATE TOPIC:CODEC[:headers] ...   (RATE records/s per topic)
 //   consume  BOOTSTRAP GROUP TOPIC[,TOPIC] SECONDS RATE          (RATE 0 = as fast as possible)
+//   txn      BOOTSTRAP TOPIC TRANSACTIONAL_ID TRANSACTIONS RECORDS PAUSE_MS GROUP
+//            (transactions of RECORDS records each, every third one aborted; each also
+//            commits an offset of GROUP through the transaction, then PAUSE_MS of rest)
 //
 // Each mode prints one summary line on stdout when done.
 
@@ -11,13 +14,17 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import java.nio.charset.StandardCharsets;
@@ -26,7 +33,7 @@ public class PeerClient {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 1) {
-            throw new IllegalArgumentException("usage: produce|consume ...");
+            throw new IllegalArgumentException("usage: produce|consume|txn ...");
         }
         switch (args[0]) {
             case "produce":
@@ -36,6 +43,10 @@ public class PeerClient {
             case "consume":
                 consume(args[1], args[2], Arrays.asList(args[3].split(",")),
                         Integer.parseInt(args[4]), Integer.parseInt(args[5]));
+                break;
+            case "txn":
+                txn(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]),
+                        Integer.parseInt(args[6]), args[7]);
                 break;
             default:
                 throw new IllegalArgumentException("unknown mode " + args[0]);
@@ -128,6 +139,50 @@ public class PeerClient {
             consumer.commitSync();
         }
         System.out.println("group " + group + " consumed " + consumed + " records in "
+                + (System.currentTimeMillis() - start) + " ms");
+    }
+
+    static void txn(String bootstrap, String topic, String transactionalId, int transactions, int records,
+                    int pauseMs, String group) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("transactional.id", transactionalId);
+        p.put("enable.idempotence", "true");
+        p.put("acks", "all");
+        p.put("linger.ms", "5");
+        p.put("client.id", "peer-txn-" + transactionalId);
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        long start = System.currentTimeMillis();
+        int committed = 0;
+        int aborted = 0;
+        long offset = 0;
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            producer.initTransactions();
+            for (int t = 0; t < transactions; t++) {
+                producer.beginTransaction();
+                for (int i = 0; i < records; i++) {
+                    String value = "{\"txn\":" + t + ",\"seq\":" + i + ",\"ts\":" + System.currentTimeMillis() + "}";
+                    producer.send(new ProducerRecord<>(topic, i % 2, "order-" + t + "-" + i, value));
+                }
+                offset += records;
+                // the records reach the broker before the transaction ends, so an abort, too,
+                // writes its markers into both partitions (unsent records would just be dropped)
+                producer.flush();
+                producer.sendOffsetsToTransaction(
+                        Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(offset, "txn " + t)),
+                        new ConsumerGroupMetadata(group));
+                if (t % 3 == 2) {
+                    producer.abortTransaction();
+                    aborted++;
+                } else {
+                    producer.commitTransaction();
+                    committed++;
+                }
+                Thread.sleep(pauseMs);
+            }
+        }
+        System.out.println("transactions committed " + committed + " aborted " + aborted + " in "
                 + (System.currentTimeMillis() - start) + " ms");
     }
 }

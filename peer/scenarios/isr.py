@@ -16,7 +16,8 @@ Timeline (about 70 s of Kafka time after start-up):
 
 ``kafka-topics --describe`` (all, ``--under-replicated-partitions``,
 ``--under-min-isr-partitions``) and ``kafka-metadata-quorum describe`` are captured at each
-step; every broker's ReplicaManager gauges are sampled over JMX each second.
+step; every broker's ReplicaManager gauges are sampled over JMX each second, and the same
+MBeans are scraped as Prometheus text every 5 s from the JMX exporter javaagent each node runs.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def produce(ctx: ScenarioContext, bootstrap: str, topic: str, records: int, rate
 
 def run(ctx: ScenarioContext) -> None:
     """Run the ISR scenario (see the module docstring)."""
-    cluster = ctx.cluster("isr", controllers=3, brokers=3, settings=SETTINGS)
+    cluster = ctx.cluster("isr", controllers=3, brokers=3, settings=SETTINGS, prometheus=ISR_MBEANS)
     cluster.format()
     ctx.event("cluster_format", cluster="isr", controllers=3, brokers=3, settings=SETTINGS)
     cluster.start()

@@ -4,14 +4,25 @@ Two single-node clusters, each one combined broker+controller JVM: ``source`` (n
 ``target`` (node 2). MirrorMaker 2 runs in dedicated mode
 (``org.apache.kafka.connect.mirror.MirrorMaker mm2.properties``) replicating topic
 ``orders`` (2 partitions) source -> target, with heartbeats, checkpoints and group offset
-sync for the consumer group ``app`` that reads ``orders`` on the source.
+sync for the consumer group ``app`` that reads ``orders`` on the source (committing each second).
+The Connect worker commits MirrorMaker 2's source offsets every 2 s
+(``target.offset.flush.interval.ms``: a dedicated MirrorMaker takes worker settings from the
+target cluster's prefix; the Connect default is 60 s).
 
-Timeline: producer at ``RATE`` records/s for ``PRODUCE_S`` s; MM2 started; after it has
-replicated for a while it is stopped (SIGTERM) for ``OUTAGE_S`` s and started again; it
-catches up. Source (and target) end offsets are captured with kafka-get-offsets every
-``CAPTURE_EVERY_S`` s; MM2's JMX metrics (``kafka.connect.mirror`` MirrorSourceConnector and
+Timeline: producer at ``RATE`` records/s for ``PRODUCE_S`` s; MM2 started (``mm2_start``); once
+records arrive on the target, ``mm2_replicating``; after it has replicated for a while it is
+stopped: ``mm2_stopping`` when SIGTERM is sent, ``mm2_stop`` once the process has exited (it
+commits its source offsets on the way out); ``OUTAGE_S`` s later it is started again
+(``mm2_start`` run 2), polled until records arrive again (``mm2_replicating`` run 2), and catches
+up; it runs until its metrics have been sampled ``SAMPLES_AFTER_RESTART`` times.
+
+Captures (every ``CAPTURE_EVERY_S`` s, and one right after MM2 exited): the source's end offsets
+(``kafka-get-offsets --time -1``), then ``kafka-consumer-groups --describe --group app`` on the
+target (the offsets MirrorMaker 2 synced to the target group) and on the source (the group's own
+committed offsets). MM2's JMX metrics (``kafka.connect.mirror`` MirrorSourceConnector and
 MirrorCheckpointConnector MBeans) are sampled each second into ``metrics/0-mm2.csv`` (node 0
-stands for the MirrorMaker process, which is not a Kafka node).
+stands for the MirrorMaker process, which is not a Kafka node), and scraped every 5 s as
+Prometheus text from the JMX exporter javaagent MirrorMaker runs with (``metrics/0-<t_ms>.prom``).
 """
 
 from __future__ import annotations
@@ -20,14 +31,24 @@ import time
 
 from peer.cluster import free_ports
 from peer.process import Managed
+from peer.prometheus import PrometheusScraper, agent_config, agent_flag, fetch_agent
 from peer.scenario import ScenarioContext
+
+#: How long a restarted MirrorMaker 2 may take to replicate again. When the previous
+#: worker could not leave its Connect group cleanly (a loaded machine), incremental
+#: cooperative rebalancing holds its tasks for scheduled.rebalance.max.delay.ms (300 s).
+RESTART_WAIT_S = 360.0
 
 NAME = "mm2"
 RATE = 20
 PRODUCE_S = 100
 OUTAGE_S = 25
-CAPTURE_EVERY_S = 8
+CAPTURE_EVERY_S = 5
+#: Samples of the restarted MirrorMaker's metrics taken before it is stopped for good (its JVM,
+#: connectors and MBeans come back slowly on a loaded machine: the scenario waits for them)
+SAMPLES_AFTER_RESTART = 15
 TOPIC = "orders"
+GROUP = "app"
 
 MM2_MBEANS = [
     "kafka.connect.mirror:type=MirrorSourceConnector,*",
@@ -36,14 +57,14 @@ MM2_MBEANS = [
 
 
 def mm2_properties(source: str, target: str) -> str:
-    """The ``mm2.properties`` used (small topics, quick heartbeats, checkpoints, syncs)."""
+    """The ``mm2.properties`` used (small topics, quick heartbeats, checkpoints, syncs and commits)."""
     return "\n".join([
         "clusters = source, target",
         f"source.bootstrap.servers = {source}",
         f"target.bootstrap.servers = {target}",
         "source->target.enabled = true",
         f"source->target.topics = {TOPIC}",
-        "source->target.groups = app",
+        f"source->target.groups = {GROUP}",
         "target->source.enabled = false",
         "replication.factor = 1",
         "offset-syncs.topic.replication.factor = 1",
@@ -61,7 +82,8 @@ def mm2_properties(source: str, target: str) -> str:
         "sync.group.offsets.enabled = true",
         "sync.group.offsets.interval.seconds = 5",
         "offset.lag.max = 10",
-        "offset.flush.interval.ms = 2000",
+        # the worker of the source->target flow reads worker settings under the target's prefix
+        "target.offset.flush.interval.ms = 2000",
         "tasks.max = 1",
         "dedicated.mode.enable.internal.rest = false",
         "",
@@ -89,8 +111,8 @@ def run(ctx: ScenarioContext) -> None:
         ["produce", src, str(PRODUCE_S), str(RATE), f"{TOPIC}:none:headers"]))
     ctx.event("producer_start", cluster="source", topic=TOPIC, rate=RATE, seconds=PRODUCE_S)
     ctx.background("consumer-app", ctx.kafka.client(
-        ["consume", src, "app", TOPIC, str(PRODUCE_S + 5), "0"]))
-    ctx.event("consumer_start", cluster="source", group="app", topic=TOPIC)
+        ["consume", src, GROUP, TOPIC, str(PRODUCE_S + 5), "0"]))
+    ctx.event("consumer_start", cluster="source", group=GROUP, topic=TOPIC)
 
     config = ctx.work / "mm2.properties"
     config.write_text(mm2_properties(src, dst), encoding="utf-8")
@@ -105,6 +127,11 @@ def run(ctx: ScenarioContext) -> None:
         "-Dcom.sun.management.jmxremote.ssl=false",
         "-Djava.rmi.server.hostname=127.0.0.1",
     ]
+    # the same MBeans in Prometheus text, from the JMX exporter javaagent (peer/prometheus.py)
+    prom_port = free_ports(1)[0]
+    prom_config = ctx.work / "mm2-prometheus.yaml"
+    prom_config.write_text(agent_config(MM2_MBEANS), encoding="utf-8")
+    jvm.append(agent_flag(fetch_agent(), prom_port, prom_config))
     mm2_argv = ctx.kafka.java(ctx.kafka.tool_class("mirror-maker"), [str(config)],
                               heap="256m", extra_jvm=jvm)
 
@@ -113,45 +140,57 @@ def run(ctx: ScenarioContext) -> None:
         ctx.event("mm2_start", run=n, config="mm2.properties")
         return child
 
-    def offsets() -> None:
+    def capture() -> None:
+        """The source's end offsets, then the group's committed offsets on the target and the source."""
         ctx.tool("get-offsets", ["--bootstrap-server", src, "--topic", TOPIC, "--time", "-1"])
-        ctx.tool("get-offsets", ["--bootstrap-server", dst, "--topic", f"source.{TOPIC}",
-                                 "--time", "-1"], check=False)
+        ctx.tool("consumer-groups", ["--bootstrap-server", dst, "--describe", "--group", GROUP],
+                 check=False)
+        ctx.tool("consumer-groups", ["--bootstrap-server", src, "--describe", "--group", GROUP],
+                 check=False)
+
+    def replicated_total() -> int:
+        """Records on the target's replica of the topic (kafka-get-offsets, captured too)."""
+        out = ctx.tool("get-offsets", ["--bootstrap-server", dst, "--topic", f"source.{TOPIC}",
+                                       "--time", "-1"], check=False)
+        return sum(int(line.rsplit(":", 1)[-1]) for line in out.splitlines()
+                   if line.startswith("source.") and line.rsplit(":", 1)[-1].strip().isdigit())
 
     started = time.monotonic()
     mm2 = start_mm2(1)
-
-    def replicated() -> bool:
-        out = ctx.tool("get-offsets", ["--bootstrap-server", dst, "--topic", f"source.{TOPIC}",
-                                       "--time", "-1"], check=False)
-        return any(line.rsplit(":", 1)[-1].strip() not in ("", "0")
-                   for line in out.splitlines() if line.startswith("source."))
-
-    ctx.wait_until(replicated, timeout=90.0, interval=3.0, what="MM2 replicating")
-    ctx.event("mm2_replicating")
+    ctx.wait_until(lambda: replicated_total() > 0, timeout=90.0, interval=3.0, what="MM2 replicating")
+    ctx.event("mm2_replicating", run=1)
     # Sampling starts once the checkpoint connector has registered its MBeans too (JmxTool
     # resolves the patterns when it starts).
     ctx.sleep(CAPTURE_EVERY_S)
-    offsets()
-    ctx.sample(0, "mm2", f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{jmx_port}/jmxrmi", MM2_MBEANS)
-    ctx.sleep(CAPTURE_EVERY_S)
-    offsets()
+    capture()
+    sampler = ctx.sample(0, "mm2", f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{jmx_port}/jmxrmi", MM2_MBEANS)
+    ctx.samplers.append(PrometheusScraper(ctx.bundle, 0, "mm2", prom_port).start())
+    while time.monotonic() - started < 45:
+        ctx.sleep(CAPTURE_EVERY_S)
+        capture()
 
+    ctx.event("mm2_stopping", run=1, signal="SIGTERM")
     mm2.stop(30.0)
     ctx.event("mm2_stop", run=1, signal="SIGTERM")
     outage_end = time.monotonic() + OUTAGE_S
+    capture()  # the moment MM2 stopped
     while time.monotonic() < outage_end - CAPTURE_EVERY_S:
         ctx.sleep(CAPTURE_EVERY_S)
-        offsets()
+        capture()
     ctx.sleep(max(0.0, outage_end - time.monotonic()))
+    before = replicated_total()
     mm2 = start_mm2(2)
-    while time.monotonic() - started < PRODUCE_S + 15:
+    rows_at_restart = sampler.rows
+    ctx.wait_until(lambda: replicated_total() > before, timeout=RESTART_WAIT_S, interval=0.5,
+                   what="MM2 replicating again")
+    ctx.event("mm2_replicating", run=2)
+    while time.monotonic() - started < PRODUCE_S + 20:
+        capture()
         ctx.sleep(CAPTURE_EVERY_S)
-        offsets()
-    ctx.tool("consumer-groups", ["--bootstrap-server", src, "--describe", "--group", "app"],
-             check=False)
-    ctx.tool("consumer-groups", ["--bootstrap-server", dst, "--describe", "--group", "app"],
-             check=False)
+    capture()
+    ctx.wait_until(lambda: sampler.rows >= rows_at_restart + SAMPLES_AFTER_RESTART, timeout=240.0,
+                   interval=2.0, what="the metrics sampler following the restarted MirrorMaker")
+    ctx.event("mm2_stopping", run=2, signal="SIGTERM")
     mm2.stop(30.0)
     ctx.event("mm2_stop", run=2, signal="SIGTERM")
     ctx.event("cluster_stop", cluster="source,target", clean=True)

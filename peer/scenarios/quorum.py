@@ -15,7 +15,8 @@ Timeline (about 80 s after start-up):
 
 Quorum tool output is captured before, during and after each pause. JmxTool samples every
 node each second: controller ``KafkaController`` gauges, ``raft-metrics`` and the
-metadata-loader metrics (``broker-metadata-metrics``, ``MetadataLoader``).
+metadata-loader metrics (``broker-metadata-metrics``, ``MetadataLoader``); the same MBeans
+are scraped as Prometheus text every 5 s from the JMX exporter javaagent each node runs.
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ def pause(ctx: ScenarioContext, cluster: Cluster, node: Node, seconds: float, ro
 
 def run(ctx: ScenarioContext) -> None:
     """Run the quorum scenario (see the module docstring)."""
-    cluster = ctx.cluster("quorum", controllers=3, brokers=2, settings=SETTINGS)
+    cluster = ctx.cluster("quorum", controllers=3, brokers=2, settings=SETTINGS,
+                          prometheus=CONTROLLER_MBEANS + BROKER_MBEANS)
     cluster.format()
     ctx.event("cluster_format", cluster="quorum", controllers=3, brokers=2, settings=SETTINGS)
     cluster.start()

@@ -1,11 +1,18 @@
-"""Inline KRaft metadata sequences for analysis tests: rows of the ``metadata`` table."""
+"""Inline KRaft metadata sequences for analysis tests: rows of the ``metadata`` table.
+
+Each helper fills the typed columns the ``metadata`` source fills for that record type, and
+leaves ``fields`` null as the source does for these types.
+"""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 
+from workbench.spark.metadata import METADATA_SCHEMA
+from workbench.spark.source import column_names
+
 T0 = datetime(2026, 3, 1, 3, 12, 0, tzinfo=UTC)
+COLUMNS = column_names(METADATA_SCHEMA)
 
 
 def at(seconds: float) -> datetime:
@@ -21,39 +28,42 @@ class MetadataLog:
         self.epoch = epoch
         self.rows: list[tuple] = []
 
-    def add(self, seconds: float, record_type: str, fields: dict, *, api_key: int = 0, version: int = 0,
+    def add(self, seconds: float, record_type: str, typed: dict, *, api_key: int = 0, version: int = 0,
             is_control: bool = False) -> MetadataLog:
         offset = len(self.rows)
-        self.rows.append((
-            self.node_id, f"/b/{self.node_id}/__cluster_metadata-0/00000000000000000000.log", "segment", 0,
-            offset * 100, offset, offset, at(seconds), self.epoch, is_control, record_type, api_key, version,
-            json.dumps(fields), True, None,
-        ))
+        row = dict.fromkeys(COLUMNS)
+        row.update(
+            node_id=self.node_id, path=f"/b/{self.node_id}/__cluster_metadata-0/00000000000000000000.log",
+            file_kind="segment", file_offset=0, batch_position=offset * 100, batch_base_offset=offset,
+            offset=offset, timestamp=at(seconds), leader_epoch=self.epoch, is_control=is_control,
+            record_type=record_type, api_key=api_key, version=version, crc_valid=True,
+        )
+        row.update(typed)
+        self.rows.append(tuple(row[c] for c in COLUMNS))
         return self
 
     def topic(self, s: float, name: str, topic_id: str) -> MetadataLog:
-        return self.add(s, "TopicRecord", {"name": name, "topicId": topic_id}, api_key=2)
+        return self.add(s, "TopicRecord", {"topic": name, "topic_id": topic_id}, api_key=2)
 
     def partition(self, s: float, topic_id: str, p: int, replicas: list[int], isr: list[int], leader: int,
                   elr: list[int] | None = None) -> MetadataLog:
         return self.add(s, "PartitionRecord", {
-            "partitionId": p, "topicId": topic_id, "replicas": replicas, "isr": isr, "removingReplicas": [],
-            "addingReplicas": [], "leader": leader, "leaderEpoch": 0, "partitionEpoch": 0,
-            "eligibleLeaderReplicas": elr, "lastKnownElr": None}, api_key=3)
+            "topic_id": topic_id, "partition": p, "replicas": replicas, "isr": isr, "removing": [], "adding": [],
+            "leader": leader, "record_leader_epoch": 0, "partition_epoch": 0, "leader_recovery_state": 0,
+            "elr": elr}, api_key=3)
 
     def change(self, s: float, topic_id: str, p: int, *, isr: list[int] | None = None, leader: int = -2,
                replicas: list[int] | None = None, elr: list[int] | None = None) -> MetadataLog:
         return self.add(s, "PartitionChangeRecord", {
-            "partitionId": p, "topicId": topic_id, "isr": isr, "leader": leader, "replicas": replicas,
-            "removingReplicas": None, "addingReplicas": None, "leaderRecoveryState": -1,
-            "eligibleLeaderReplicas": elr, "lastKnownElr": None}, api_key=5)
+            "topic_id": topic_id, "partition": p, "isr": isr, "leader": leader, "replicas": replicas,
+            "elr": elr}, api_key=5)
 
     def config(self, s: float, resource_type: int, resource: str, name: str, value: str | None) -> MetadataLog:
-        return self.add(s, "ConfigRecord", {"resourceType": resource_type, "resourceName": resource,
-                                            "name": name, "value": value}, api_key=4)
+        return self.add(s, "ConfigRecord", {"config_resource_type": resource_type, "config_resource_name": resource,
+                                            "config_name": name, "config_value": value}, api_key=4)
 
     def remove_topic(self, s: float, topic_id: str) -> MetadataLog:
-        return self.add(s, "RemoveTopicRecord", {"topicId": topic_id}, api_key=9)
+        return self.add(s, "RemoveTopicRecord", {"topic_id": topic_id}, api_key=9)
 
     def noop(self, s: float) -> MetadataLog:
         return self.add(s, "NoOpRecord", {}, api_key=20)

@@ -1,4 +1,7 @@
-"""ISR analysis on inline metadata sequences, compared as whole frames."""
+"""ISR analysis on inline metadata sequences, compared as whole frames.
+
+Every test runs on the compiled replay and on the reference (Python) replay.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +10,16 @@ from pyspark.testing import assertDataFrameEqual
 
 from tests.analysis.metadata_rows import MetadataLog, at
 from workbench.analysis import isr
-from workbench.spark.sources import METADATA_SCHEMA
+from workbench.spark.metadata import METADATA_SCHEMA
 
 pytestmark = pytest.mark.spark
 
 ORDERS, AUDIT = "T3JkZXJzT3JkZXJzT3JkZQ", "QXVkaXRBdWRpdEF1ZGl0QQ"
+
+
+@pytest.fixture(params=[True, False], ids=["compiled", "reference"])
+def compiled(request):
+    return request.param
 
 
 def incident_log() -> MetadataLog:
@@ -38,11 +46,11 @@ def states_frame(spark, log: MetadataLog):
 
 def expected(spark, rows):
     cols = isr.STATES_SCHEMA
-    return spark.createDataFrame(rows, cols)
+    return spark.createDataFrame([(*r, None) for r in rows], cols)  # cluster_id: the rows name none
 
 
-def test_partition_states_follow_the_incident(spark):
-    got = isr.partition_states(states_frame(spark, incident_log()))
+def test_partition_states_follow_the_incident(spark, compiled):
+    got = isr.partition_states(states_frame(spark, incident_log()), compiled=compiled)
     o, a = "orders", "audit"
     rows = [
         (o, ORDERS, 0, at(1), at(10), 2, 1, [1, 2, 3], [1, 2, 3], None, 2, False, False, False, False, "healthy",
@@ -67,14 +75,14 @@ def test_partition_states_follow_the_incident(spark):
     assertDataFrameEqual(got, expected(spark, rows))
 
 
-def test_broker_level_min_isr_follows_the_leader(spark):
+def test_broker_level_min_isr_follows_the_leader(spark, compiled):
     log = MetadataLog()
     log.topic(0, "t", ORDERS).partition(0, ORDERS, 0, [1, 2, 3], [1, 2], 1)
     log.config(5, 4, "2", "min.insync.replicas", "3")      # only broker 2's partitions
     log.change(10, ORDERS, 0, leader=2)                      # now led by broker 2: min ISR 3
     log.config(15, 4, "2", "min.insync.replicas", None)     # deleted: back to the static default
     log.noop(20)
-    got = isr.partition_states(states_frame(spark, log), static_min_isr=2).select(
+    got = isr.partition_states(states_frame(spark, log), static_min_isr=2, compiled=compiled).select(
         "start", "end", "leader", "min_isr", "state")
     want = spark.createDataFrame(
         [(at(0), at(10), 1, 2, "at_min_isr"), (at(10), at(15), 2, 3, "under_min_isr"),
@@ -83,9 +91,25 @@ def test_broker_level_min_isr_follows_the_leader(spark):
     assertDataFrameEqual(got, want)
 
 
-def test_under_min_isr_counts_per_leader(spark):
-    states = isr.partition_states(states_frame(spark, incident_log()))
-    got = isr.under_min_isr_counts(states)
+def test_topic_config_overrides_the_static_value_of_its_cluster(spark, compiled):
+    """A static value per cluster id (from server.properties); a topic's ConfigRecord wins over it."""
+    log = MetadataLog()
+    log.topic(0, "orders", ORDERS).partition(0, ORDERS, 0, [1, 2, 3], [1, 2], 1)
+    log.topic(1, "audit", AUDIT).partition(1, AUDIT, 0, [1, 2, 3], [1, 2], 1)
+    log.config(5, 2, "orders", "min.insync.replicas", "2")
+    log.noop(10)
+    got = isr.partition_states(states_frame(spark, log), static_min_isr={None: 3, "other": 1},
+                               compiled=compiled).select("topic", "start", "end", "min_isr", "state")
+    want = spark.createDataFrame(
+        [("orders", at(0), at(5), 3, "under_min_isr"), ("orders", at(5), at(10), 2, "at_min_isr"),
+         ("audit", at(1), at(10), 3, "under_min_isr")],
+        "topic string, start timestamp, end timestamp, min_isr int, state string")
+    assertDataFrameEqual(got, want)
+
+
+def test_under_min_isr_counts_per_leader(spark, compiled):
+    states = isr.partition_states(states_frame(spark, incident_log()), compiled=compiled)
+    got = isr.under_min_isr_counts(states, compiled=compiled)
     want = spark.createDataFrame(
         [
             (1, at(1), 0), (1, at(20), 1), (1, at(20.5), 2), (1, at(30), 1), (1, at(45), 0), (1, at(60), 0),
@@ -96,9 +120,9 @@ def test_under_min_isr_counts_per_leader(spark):
     assertDataFrameEqual(got, want)
 
 
-def test_partition_summary(spark):
-    states = isr.partition_states(states_frame(spark, incident_log()))
-    got = isr.partition_summary(states)
+def test_partition_summary(spark, compiled):
+    states = isr.partition_states(states_frame(spark, incident_log()), compiled=compiled)
+    got = isr.partition_summary(states, compiled=compiled)
     want = spark.createDataFrame(
         [("audit", 0, 2, 24.5, 34.5, 0.0, at(20.5), 2, 0),
          ("orders", 0, 1, 20.0, 40.0, 10.0, at(20), 3, 1)],
@@ -107,7 +131,7 @@ def test_partition_summary(spark):
     assertDataFrameEqual(got, want)
 
 
-def test_changes_before_creation_and_replica_duplicates_are_ignored(spark):
+def test_changes_before_creation_and_replica_duplicates_are_ignored(spark, compiled):
     one = MetadataLog(node_id=1)
     one.change(0, ORDERS, 0, isr=[1])                        # partition unknown yet (log cleaned)
     one.topic(1, "t", ORDERS).partition(1, ORDERS, 0, [1, 2], [1, 2], 1)
@@ -116,7 +140,52 @@ def test_changes_before_creation_and_replica_duplicates_are_ignored(spark):
     two = MetadataLog(node_id=2)                             # the same log from a second replica
     two.rows = [(2,) + r[1:] for r in one.rows]
     frame = spark.createDataFrame(one.rows + two.rows, METADATA_SCHEMA)
-    got = isr.partition_states(frame).select("start", "end", "isr", "state")
+    got = isr.partition_states(frame, compiled=compiled).select("start", "end", "isr", "state")
     want = spark.createDataFrame([(at(1), at(3), [1, 2], "healthy")],
                                  "start timestamp, end timestamp, isr array<int>, state string")
     assertDataFrameEqual(got, want)
+
+
+FINDINGS = "area string, kind string, severity string, subject_type string, subject string, start timestamp, " \
+           "end timestamp, summary string, figures map<string,double>"
+
+
+def test_findings_are_episodes_and_flapping(spark):
+    states = isr.partition_states(states_frame(spark, incident_log()))
+    got = isr.findings(states)
+    still = " (still so at the end of the log)"
+    want = spark.createDataFrame([
+        ("isr", "offline", "critical", "partition", "orders-0", at(50), at(60),
+         "topic orders partition 0 was offline for 10.0 s starting 2026-03-01 03:12:50 UTC" + still,
+         {"seconds": 10.0}),
+        ("isr", "under_min_isr", "critical", "partition", "orders-0", at(20), at(30),
+         "topic orders partition 0 was under min ISR (2) for 10.0 s starting 2026-03-01 03:12:20 UTC",
+         {"seconds": 10.0, "min_isr": 2.0, "smallest_isr": 1.0}),
+        # leaderless with an empty ISR under the topic's min ISR 1: under min ISR as well
+        ("isr", "under_min_isr", "critical", "partition", "orders-0", at(50), at(60),
+         "topic orders partition 0 was under min ISR (1) for 10.0 s starting 2026-03-01 03:12:50 UTC" + still,
+         {"seconds": 10.0, "min_isr": 1.0, "smallest_isr": 0.0}),
+        # the episode ends with the topic's deletion
+        ("isr", "under_min_isr", "critical", "partition", "audit-0", at(20.5), at(45),
+         "topic audit partition 0 was under min ISR (2) for 24.5 s starting 2026-03-01 03:12:20 UTC",
+         {"seconds": 24.5, "min_isr": 2.0, "smallest_isr": 1.0}),
+        # 3 -> 2 at 10 s, 2 -> 1 at 20 s, 3 -> 0 at 50 s; back to 3 at 40 s
+        ("isr", "isr_flapping", "warning", "partition", "orders-0", at(10), at(50),
+         "ISR of topic orders partition 0 shrank 3 times and expanded 1 times (flapping)",
+         {"shrinks": 3.0, "expands": 1.0}),
+    ], FINDINGS)
+    assertDataFrameEqual(got, want)
+    # audit shrank twice: flapping only from a threshold of 2
+    assert {r.subject for r in isr.findings(states, flap_threshold=2).where("kind = 'isr_flapping'").collect()} == {
+        "orders-0", "audit-0"}
+
+
+def test_notable_partitions_worst_first_quiet_ones_left_out(spark):
+    log = incident_log()
+    log.topic(61, "quiet", "UXVpZXRRdWlldFF1aWV0UQ").partition(61, "UXVpZXRRdWlldFF1aWV0UQ", 0, [1, 2], [1, 2], 1)
+    log.noop(70)
+    states = isr.partition_states(states_frame(spark, log))
+    got = isr.notable_partitions(isr.partition_summary(states)).select(
+        "topic", "offline_seconds", "under_min_isr_seconds", "under_replicated_seconds", "isr_shrinks")
+    # orders: offline 50-70 s (20 s); under min ISR 20-30 and 50-70 (30 s); under-replicated 10-40, 50-70 (50 s)
+    assert [tuple(r) for r in got.collect()] == [("orders", 20.0, 30.0, 50.0, 3), ("audit", 0.0, 24.5, 34.5, 2)]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_report import INCIDENT, INCIDENT_EVENTS, write_incident_bundle
+from tests.test_report import INCIDENT_EVENTS, write_incident_bundle
 from workbench.report import build_report
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,25 +81,32 @@ def test_report_renders_offline_with_the_incident_visible(report_html: Path, tmp
             plots = page.locator(".js-plotly-plot")
             assert plots.count() >= 2
             titles = page.locator(".js-plotly-plot .gtitle").all_text_contents()
-            assert titles == ["Partition ISR state over time", "UnderMinIsrPartitionCount per leader broker"]
+            assert titles == ["Findings over time, by area",
+                              "Quorum offset divergence: each node's lag behind the leader's log",
+                              "Partition ISR state over time", "UnderMinIsrPartitionCount per leader broker"]
+            # the overview draws one bar per finding: 4 partitions under min ISR (orders-0, orders-1,
+            # payments-0, the HTML-named one), orders-1 offline; all critical
+            overview = page.locator(".js-plotly-plot").nth(0)
+            assert overview.locator(".barlayer path").count() == 5
             # every state interval is a drawn bar with a real extent
-            bar_widths = page.eval_on_selector_all(
-                ".js-plotly-plot .barlayer path", "els => els.map(e => e.getBBox().width)"
-            )
+            isr_plot = page.locator(".js-plotly-plot").nth(2)  # after the overview and the quorum section
+            bar_widths = isr_plot.locator(".barlayer path").evaluate_all("els => els.map(e => e.getBBox().width)")
             assert len(bar_widths) == 16 and all(w > 0 for w in bar_widths)
             line_paths = page.eval_on_selector_all(
                 ".js-plotly-plot .scatterlayer path.js-line", "els => els.map(e => e.getAttribute('d') || '')"
             )
             assert len(line_paths) == 3 and all("H" in d for d in line_paths)  # hv steps
             # the incident is named on the rows and in the legend; the HTML topic name as text
-            rows = page.locator(".js-plotly-plot .yaxislayer-above text").all_text_contents()
+            rows = isr_plot.locator(".yaxislayer-above text").all_text_contents()
             assert sorted(rows[:4]) == sorted(["payments-0", "orders-1", "orders-0", f"{HOSTILE_TOPIC}-0"])
             legend = page.locator(".js-plotly-plot .legendtext").all_text_contents()
-            assert legend == ["offline", "under min ISR", "at min ISR", "healthy", "broker 1", "broker 2", "broker 3"]
+            assert legend == ["critical", "offline", "under min ISR", "at min ISR", "healthy", "broker 1", "broker 2",
+                              "broker 3"]
             assert page.evaluate("window.__pwned") is None
             assert page.locator("img[src=x]").count() == 0
             # hovering the under-min-ISR bar of payments-0 tells leader, ISR, replicas, min ISR
-            under_min = page.locator(".js-plotly-plot .barlayer .trace").nth(1).locator("path")
+            isr_plot.scroll_into_view_if_needed()
+            under_min = isr_plot.locator(".barlayer .trace").nth(1).locator("path")
             boxes = [under_min.nth(i).bounding_box() for i in range(under_min.count())]
             bottom = max(boxes, key=lambda b: b["y"])  # rows are sorted top down: payments-0 is last
             page.mouse.move(bottom["x"] + bottom["width"] / 2, bottom["y"] + bottom["height"] / 2)
@@ -131,9 +138,9 @@ def lab(tmp_path: Path, incident_bundle: Path) -> Iterator[str]:
     import nbformat
     import papermill
 
-    prepared = tmp_path / "incident.ipynb"
+    prepared = tmp_path / "isr.ipynb"
     papermill.execute_notebook(
-        str(INCIDENT),
+        str(REPO / "notebooks" / "02_isr.ipynb"),
         str(prepared),
         parameters={"bundle": str(incident_bundle), "report": False},
         prepare_only=True,
@@ -198,7 +205,9 @@ def test_incident_notebook_widgets_filter_in_jupyterlab(lab: str, tmp_path: Path
             page.goto(lab, timeout=60_000)
             page.wait_for_function(KERNEL_IDLE, timeout=90_000)
             page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-            page.wait_for_selector(".jp-OutputArea .js-plotly-plot .barlayer path", timeout=240_000)
+            # running every cell starts Spark in the kernel: minutes on a loaded 2-core machine (a
+            # readiness bound, not a speed check; pytest's own timeout is 900 s)
+            page.wait_for_selector(".jp-OutputArea .js-plotly-plot .barlayer path", timeout=600_000)
             assert _bar_count(page) == 16  # every interval of the four partitions
 
             topics = page.locator(".jp-OutputArea .widget-select-multiple select").nth(0)
@@ -207,7 +216,7 @@ def test_incident_notebook_widgets_filter_in_jupyterlab(lab: str, tmp_path: Path
             topics.select_option(["payments"])
             page.wait_for_function(
                 "() => document.querySelectorAll('.jp-OutputArea .js-plotly-plot .barlayer path').length === 4",
-                timeout=30_000,
+                timeout=120_000,
             )
             rows = page.locator(".jp-OutputArea .js-plotly-plot .yaxislayer-above text").all_text_contents()
             assert rows[0] == "payments-0"
@@ -216,10 +225,10 @@ def test_incident_notebook_widgets_filter_in_jupyterlab(lab: str, tmp_path: Path
             states.select_option(label="under min ISR")
             page.wait_for_function(
                 "() => document.querySelectorAll('.jp-OutputArea .js-plotly-plot .barlayer path').length === 1",
-                timeout=30_000,
+                timeout=120_000,
             )
             status = page.locator(".jp-OutputArea .widget-html-content", has_text="interval(s) on")
-            status.filter(has_text="1 interval(s) on 1 partition(s) shown").wait_for(timeout=30_000)
+            status.filter(has_text="1 interval(s) on 1 partition(s) shown").wait_for(timeout=120_000)
             page.locator(".jp-OutputArea .js-plotly-plot").first.scroll_into_view_if_needed()
             page.screenshot(path=str(tmp_path / "lab.png"))
         finally:

@@ -193,3 +193,44 @@ def test_random_values_never_raise(k, v):
     rec = decode_control_record(k, v)
     control_json(rec)
     dump_control_text(rec)
+
+
+# ---------------------------------------------------------------------------------------------
+# transaction markers written by real Kafka (the consumer_lag bundle's transactional producer
+# commits and aborts) against Kafka's own dump of the same segments
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("version", ["4.3.1", "3.9.2"])
+def test_real_transaction_markers_match_kafka_dump(kafka_bundle, version):
+    import re
+    from pathlib import Path
+
+    from tests.kafka_bundles import dump_entries
+    from workbench.formats.batch import read_batches
+    from workbench.formats.problems import ProblemLog
+
+    bundle = Path(kafka_bundle("consumer_lag", version))
+    line = re.compile(r"^\| offset: (\d+) .*? headerKeys: \[\] (endTxnMarker: .*)$")
+    seen = {"COMMIT": 0, "ABORT": 0}
+    for entry in dump_entries(bundle):
+        if "/txn-orders-" not in entry["file"]:
+            continue
+        kafka = {int(m[1]): m[2] for m in map(line.match, (bundle / entry["dump"]).read_text("utf-8").splitlines())
+                 if m}
+        path = bundle / entry["file"]
+        log = ProblemLog(str(path))
+        ours = {}
+        with open(path, "rb") as fh:
+            for batch in read_batches(fh, str(path), problems=log):
+                if batch.is_control:
+                    assert batch.is_transactional, (path, batch.position)
+                    for r in batch.records(log):
+                        rec = decode_control_record(r.key, r.value)
+                        assert rec.error is None, (path, r.offset, rec.error)
+                        seen[rec.type_name] += 1
+                        ours[r.offset] = dump_control_text(rec)
+        assert log.problems == []
+        assert ours == kafka, path
+    # 12 transactions on 2 partitions, every third aborted
+    assert seen == {"COMMIT": 16, "ABORT": 8}, seen

@@ -524,35 +524,27 @@ def test_random_bytes_never_raise(record_type, key_body, value):
 # ---------------------------------------------------------------------------------------------
 # Kafka's own dump tool decodes what the encoder writes (needs fetched Kafka 4.x jars)
 
-import glob  # noqa: E402
-import os  # noqa: E402
 import re  # noqa: E402
-import zipfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from peer.kafka import VERSIONS  # noqa: E402
+from tests.kafka_bundles import bundle_params, dump_entries  # noqa: E402
 
 _RECORD_LINE = re.compile(r"^\| offset: (\d+) .*? headerKeys: \[[^\]]*\] (.*)$")
 
 
-def _fetched_kafka_4() -> list[str]:
-    try:
-        from peer.kafka import STAMP, VERSIONS, lib_dir
-    except ImportError:
-        return []
-    return [v for v in VERSIONS if v.split(".")[0] >= "4" and (lib_dir(v) / STAMP).exists()]
-
-
-def _release_schemas(lib: str) -> dict:
+def _release_schemas(lib: Path | str) -> dict:
+    from tests.kafka_schemas import schema_files
     from workbench.formats.messages import schema_from_kafka_json
 
     found = {}
-    for jar in glob.glob(os.path.join(lib, "*.jar")):
-        with zipfile.ZipFile(jar) as z:
-            for name in z.namelist():
-                if name.startswith("common/message/") and name.endswith(".json"):
-                    try:
-                        schema = schema_from_kafka_json(z.read(name).decode("utf-8"))
-                    except ConfigError:
-                        continue
-                    found[schema.name] = schema
+    for name, (where, text) in schema_files(sorted(Path(lib).glob("*.jar"))).items():
+        if "!common/message/" not in where:
+            continue
+        try:
+            found[name] = schema_from_kafka_json(text)
+        except ConfigError:
+            continue
     return found
 
 
@@ -591,16 +583,13 @@ def _dump_lines(kafka, records, decoder: str, tmp_path, name: str) -> dict[int, 
     return lines
 
 
-@pytest.mark.parametrize(
-    "kafka_version",
-    _fetched_kafka_4() or [pytest.param("none", marks=pytest.mark.skip(reason="no Kafka 4.x jars fetched"))],
-)
-def test_kafka_dump_tool_decodes_every_encoded_record(tmp_path, kafka_version):
-    from peer.kafka import fetch
+@pytest.mark.kafka
+@pytest.mark.parametrize("kafka_version", [v for v in VERSIONS if int(v.split(".")[0]) >= 4])
+def test_kafka_dump_tool_decodes_every_encoded_record(tmp_path, kafka_version, kafka_dist):
     from workbench.formats.coordinator import _encode_coordinator
 
-    kafka = fetch(kafka_version)
-    known = _release_schemas(str(kafka.lib))
+    kafka = kafka_dist(kafka_version)
+    known = _release_schemas(kafka.lib)
     cases = {
         "--offsets-decoder": (OFFSETS_RECORD_TYPES, decode_offsets_record),
         "--transaction-log-decoder": (TRANSACTION_RECORD_TYPES, decode_transaction_record),
@@ -692,64 +681,106 @@ def test_kafka_dump_tool_decodes_every_encoded_record(tmp_path, kafka_version):
 
 # ---------------------------------------------------------------------------------------------
 # real __consumer_offsets / __transaction_state segments against kafka-dump-log output
-# (scenario bundles; skipped when none are cached)
+# (every scenario bundle of every pinned release; consumer_lag runs a transactional producer)
 
-_SCENARIOS = os.path.expanduser(os.environ.get("KAFKA_WORKBENCH_SCENARIOS", "~/.cache/kafka-workbench/scenarios"))
 _COORDINATOR_TOPICS = {"__consumer_offsets": decode_offsets_record, "__transaction_state": decode_transaction_record}
+#: Kafka's TransactionState ids (org.apache.kafka.coordinator.transaction.TransactionState)
+_KAFKA_TXN_STATES = {"Empty": 0, "Ongoing": 1, "PrepareCommit": 2, "PrepareAbort": 3, "CompleteCommit": 4,
+                     "CompleteAbort": 5, "Dead": 6, "PrepareEpochFence": 7}
+#: The Scala text of the transaction-log decoder (Kafka <= 4.0)
+_TXN_TEXT = re.compile(
+    r"^key: transaction_metadata::transactionalId=(?P<id>.*?) payload: (?:<DELETE>|producerId:(?P<pid>-?\d+),"
+    r"producerEpoch:(?P<epoch>-?\d+),state=(?P<state>\w+),partitions=\[(?P<parts>[^\]]*)\],"
+    r"txnLastUpdateTimestamp=(?P<updated>-?\d+),txnTimeoutMs=(?P<timeout>-?\d+))$"
+)
+_MARKER = re.compile(r"^endTxnMarker: (COMMIT|ABORT) coordinatorEpoch: (\d+)$")
 
 
-def _coordinator_dumps() -> list[tuple[str, str]]:
-    out = []
-    for complete in sorted(glob.glob(os.path.join(_SCENARIOS, "*", "*", ".complete"))):
-        bundle = os.path.dirname(complete)
-        for topic in _COORDINATOR_TOPICS:
-            for dump in sorted(
-                glob.glob(os.path.join(bundle, "dumps", "nodes", "*", "logs", f"{topic}-*", "*.log.txt"))
-            ):
-                out.append((bundle, dump))
-    return out
+def _txn_text_fields(line: str) -> dict:
+    """The fields of one line of Kafka's Scala transaction-log text."""
+    m = _TXN_TEXT.match(line)
+    assert m is not None, f"not a transaction-log text line: {line[:200]}"
+    if m["pid"] is None:
+        return {"transactionalId": m["id"], "tombstone": True}
+    parts = {tuple(p.rsplit("-", 1)) for p in m["parts"].split(",") if p}
+    return {"transactionalId": m["id"], "producerId": int(m["pid"]), "producerEpoch": int(m["epoch"]),
+            "status": _KAFKA_TXN_STATES[m["state"]], "partitions": {(t, int(p)) for t, p in parts},
+            "updated": int(m["updated"]), "timeout": int(m["timeout"])}
 
 
-_REAL = _coordinator_dumps()
+def _our_txn_fields(rec) -> dict:
+    if rec.tombstone:
+        return {"transactionalId": rec.key["transactionalId"], "tombstone": True}
+    v = rec.value
+    parts = {(tp["topic"], p) for tp in v["transactionPartitions"] or [] for p in tp["partitionIds"]}
+    if v["transactionStatus"] == 0:
+        parts = set()  # Kafka's text lists no partitions for an Empty transaction
+    return {"transactionalId": rec.key["transactionalId"], "producerId": v["producerId"],
+            "producerEpoch": v["producerEpoch"], "status": v["transactionStatus"], "partitions": parts,
+            "updated": v["transactionLastUpdateTimestampMs"], "timeout": v["transactionTimeoutMs"]}
 
 
-@pytest.mark.skipif(not _REAL, reason="no scenario bundles with coordinator topic dumps cached")
-@pytest.mark.parametrize("bundle, dump", _REAL, ids=[os.path.relpath(d, _SCENARIOS) for _, d in _REAL])
-def test_real_coordinator_segments_match_kafka_dump(bundle, dump):
+def _compare_coordinator_dump(binary: Path, dump: Path, counts: dict) -> None:
+    """Every record line of Kafka's dump against our decoding of the same record."""
     from workbench.formats.batch import read_batches
+    from workbench.formats.control import decode_control_record, dump_control_text
     from workbench.formats.problems import ProblemLog
 
     expected: dict[int, str] = {}
-    source = None
-    with open(dump, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            line = line.rstrip("\n")
-            if source is None and line.startswith("Dumping "):
-                source = line[len("Dumping ") :]
-            match = _RECORD_LINE.match(line)
-            # the JSON form (offsets 3.8+, transaction log 4.1+); older text forms are not reproduced
-            if match and match.group(2).startswith("key: {"):
-                expected[int(match.group(1))] = match.group(2)
-    binary = os.path.join(bundle, source or "")
-    if not expected or not os.path.exists(binary):
-        pytest.skip("nothing to compare")
-    topic = os.path.basename(os.path.dirname(binary)).rsplit("-", 1)[0]
+    for line in dump.read_text(encoding="utf-8", errors="replace").splitlines():
+        match = _RECORD_LINE.match(line)
+        if match:
+            expected[int(match.group(1))] = match.group(2)
+    topic = binary.parent.name.rsplit("-", 1)[0]
     decode_fn = _COORDINATOR_TOPICS[topic]
-    log = ProblemLog(binary)
+    log = ProblemLog(str(binary))
     mismatches, seen = [], 0
     with open(binary, "rb") as fh:
-        for batch in read_batches(fh, binary, problems=log):
-            if batch.is_control:
-                continue
+        for batch in read_batches(fh, str(binary), problems=log):
             for rec in batch.records(log):
-                want = expected.get(rec.offset)
-                if want is None:
+                want = expected[rec.offset]
+                seen += 1
+                if batch.is_control:
+                    got = dump_control_text(decode_control_record(rec.key, rec.value))
+                    marker = _MARKER.match(want)
+                    counts[f"{marker[1] if marker else 'control'} markers"] += 1
+                    if got != want:
+                        mismatches.append(f"offset {rec.offset}:\n  kafka: {want}\n  ours:  {got}")
                     continue
                 decoded = decode_fn(rec.key, rec.value)
                 assert decoded.error is None, f"offset {rec.offset}: {decoded.error}"
-                got = f"key: {offsets_dump_key(decoded)} payload: {offsets_dump_payload(decoded)}"
-                if got != want:
-                    mismatches.append(f"offset {rec.offset}:\n  kafka: {want}\n  ours:  {got}")
-                seen += 1
+                counts[topic] += 1
+                if want.startswith("key: {"):  # the JSON form (offsets 3.8+, transaction log 4.1+)
+                    got = f"key: {offsets_dump_key(decoded)} payload: {offsets_dump_payload(decoded)}"
+                    if got != want:
+                        mismatches.append(f"offset {rec.offset}:\n  kafka: {want}\n  ours:  {got}")
+                else:  # the Scala text of the transaction log, compared field by field
+                    theirs, ours = _txn_text_fields(want), _our_txn_fields(decoded)
+                    if theirs != ours:
+                        mismatches.append(f"offset {rec.offset}:\n  kafka: {theirs}\n  ours:  {ours}")
+    assert log.problems == [], log.problems[:3]
     assert not mismatches, "\n".join(mismatches[:6])
-    assert seen == len(expected)
+    assert seen == len(expected), f"compared {seen} of {len(expected)} dumped records"
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("version, name", bundle_params())
+def test_real_coordinator_segments_match_kafka_dump(kafka_bundle, version, name):
+    from collections import Counter
+
+    bundle = Path(kafka_bundle(name, version))
+    entries = [e for e in dump_entries(bundle)
+               if Path(e["file"]).parent.name.rsplit("-", 1)[0] in _COORDINATOR_TOPICS and e["file"].endswith(".log")]
+    counts: Counter = Counter()
+    failures = []
+    for e in entries:
+        try:
+            _compare_coordinator_dump(bundle / e["file"], bundle / e["dump"], counts)
+        except AssertionError as exc:
+            failures.append(f"{e['file']}: {str(exc)[:800]}")
+    assert not failures, f"{len(failures)} of {len(entries)} files:\n" + "\n".join(failures[:6])
+    print(f"{version} {name}: {dict(counts)}")
+    if name == "consumer_lag":
+        # groups commit offsets; the transactional producer commits and aborts, offsets included
+        assert counts["__consumer_offsets"] > 100 and counts["__transaction_state"] >= 12 * 3, counts
+        assert counts["COMMIT markers"] > 0 and counts["ABORT markers"] > 0, counts

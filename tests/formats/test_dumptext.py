@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import struct
 from pathlib import Path
 
 import pytest
 
+from tests.kafka_bundles import bundle_params
 from workbench.errors import ConfigError, CorruptDataError
 from workbench.formats.batch import Batch, encode_batch, read_batches
 from workbench.formats.dumptext import (
@@ -340,23 +340,13 @@ def test_sidecar_fixture_set_is_complete():
 # ---------------------------------------------------------------------------------------------
 # real scenario bundles (every segment and snapshot, both Kafka versions)
 
-SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2")
-VERSIONS = ("4.3.1", "3.9.2")
-
-
 def _bundle(kafka_bundle, name: str, version: str) -> Path:
-    """The bundle; with ``KAFKA_WORKBENCH_NO_BUILD=1`` a bundle not yet built is skipped."""
-    if os.environ.get("KAFKA_WORKBENCH_NO_BUILD") == "1":
-        from peer.scenario import bundle_dir, is_complete
-
-        if not is_complete(bundle_dir(name, version)):
-            pytest.skip(f"{name} bundle for Kafka {version} not built (KAFKA_WORKBENCH_NO_BUILD=1)")
+    """The bundle (built when missing)."""
     return Path(kafka_bundle(name, version))
 
 
 @pytest.mark.kafka
-@pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("version, name", bundle_params())
 def test_bundle_dumps_are_byte_identical_and_parse_to_the_binary(kafka_bundle, name, version):
     bundle = _bundle(kafka_bundle, name, version)
     manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
@@ -484,8 +474,16 @@ def test_options_and_eras():
     assert options_from_args(["--offsets-decoder", "--files", "x.log"]).decoder == "offsets"
     assert options_from_args(["--remote-log-metadata-decoder"]).prints_contents
     assert not options_from_args([]).deep
-    with pytest.raises(ConfigError):
-        options_from_args(["--index-sanity-check"])
+    assert options_from_args(["--index-sanity-check"]).index_sanity_check
+    assert options_from_args(["--max-bytes", "100"]).max_bytes == 100
+    with pytest.raises(ConfigError, match="no --max-bytes"):
+        options_from_args(["--max-bytes", "100"], "3.2.0")  # --max-bytes came in 3.3
+    with pytest.raises(ConfigError, match="cannot run here"):
+        options_from_args(["--value-decoder-class", "com.example.AvroDecoder"])
+    with pytest.raises(ConfigError, match="not a recognized option"):
+        options_from_args(["--deep"])
+    assert options_from_args(["--value-decoder-class"]).prints_contents
+    assert options_from_args(["--transaction-log-decoder", "--offsets-decoder"]).decoder == "offsets"
     with pytest.raises(ConfigError):
         KafkaEra.of("latest")
     e = KafkaEra.of("2.8.1")
@@ -534,6 +532,90 @@ def test_every_era_written_parses_back(version, segment):
     assert [r["payload"] for (b, _), r in zip(raw, records, strict=True) if not b.is_control] == [
         None if r.value is None else r.value.decode("utf-8", "replace") for b, r in raw if not b.is_control
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# older eras against those releases' own dump tools (kafka.tools.DumpLogSegments of one release
+# per era, fetched from Maven Central by peer.kafka.fetch_dump_tool; no cluster)
+
+FLAG_ARGS = {
+    "shallow": [],
+    "deep": ["--deep-iteration"],
+    "data": ["--print-data-log"],
+    "data-skip": ["--print-data-log", "--skip-record-metadata"],
+}
+OLD_SEGMENTS = ("mixed-0/00000000000000000000.log", "legacy-0/00000000000000000100.log",
+                "damaged-0/00000000000000000000.log")
+
+
+def _release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+def _old_tool_cases() -> list:
+    from peer.kafka import DUMP_TOOL_RELEASES
+
+    return [
+        pytest.param(version, slug, id=f"{version}-{slug}")
+        for version in sorted(DUMP_TOOL_RELEASES, key=_release_key)
+        for slug in FLAG_ARGS
+        # --skip-record-metadata came with 2.8: older tools reject the flag
+        if slug != "data-skip" or _release_key(version) >= (2, 8)
+    ]
+
+
+def _split_dumps(stdout: str) -> dict[str, str]:
+    """Kafka's output of one run over several files, by the path after ``Dumping``."""
+    chunks = ("\n" + stdout).split("\nDumping ")[1:]
+    return {chunk.split("\n", 1)[0]: "Dumping " + chunk for chunk in chunks}
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("version, slug", _old_tool_cases())
+def test_older_release_tool_prints_our_text(version, slug):
+    """The record and batch lines of every era, on segments with every batch kind, damage
+    included: byte-identical with what that release's own tool prints."""
+    from peer.kafka import fetch_dump_tool
+
+    kafka = fetch_dump_tool(version)
+    paths = [str(FIXTURES / seg) for seg in OLD_SEGMENTS]
+    result = kafka.dump_log(paths, FLAG_ARGS[slug], check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    theirs = _split_dumps(result.stdout)
+    mismatches = []
+    for path in paths:
+        want = theirs.get(path)
+        assert want is not None, f"Kafka {version} printed nothing for {path}: {result.stderr[-500:]}"
+        got = dump_text(path, FLAG_SETS[slug], kafka_version=version, shown_path=path)
+        if not want.endswith("\n"):
+            want += "\n"
+        if got != want:
+            mismatches.append(f"{path}: {_first_difference(want, got)}")
+    assert not mismatches, "\n".join(mismatches)
+
+
+#: Decoder texts our writer reproduces for releases before the pinned ones (before 3.5 the
+#: decoders' texts differ, see dumptext_write's module docstring; before 3.8 the offsets one)
+OLD_DECODER_CASES = [
+    (version, segment)
+    for version in ("3.5.2", "4.0.0", "4.2.0")
+    for segment in sorted({s for s, _ in DECODER_DUMPS})
+    if not (segment.startswith("__consumer_offsets") and _release_key(version) < (3, 8))
+]
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("version, segment", OLD_DECODER_CASES,
+                         ids=[f"{v}-{s.split('-')[0]}" for v, s in OLD_DECODER_CASES])
+def test_older_release_decoder_text(version, segment):
+    from peer.kafka import fetch_dump_tool
+
+    path = str(FIXTURES / segment)
+    flag = DECODER_FLAGS[segment.split("-")[0]]
+    result = fetch_dump_tool(version).dump_log([path], [flag], check=False)
+    want = result.stdout
+    got = dump_text(path, options_from_args([flag]), kafka_version=version, shown_path=path, problems=ProblemLog())
+    assert got == want, _first_difference(want, got)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -988,3 +1070,39 @@ def test_kafka_damage_semantics(tmp_path):
         == 1
     )
     assert f"Dumping {good}" not in out.getvalue()
+
+
+def test_max_bytes_and_index_flags(tmp_path):
+    """The flags that shape what is read (checked against Kafka's tool in tests/test_dump_kafka_flags.py)."""
+    from workbench.formats.index import encode_offset_index, encode_time_index
+
+    b = _batches(3)
+    seg = _segment(tmp_path, "t-0", b"".join(b))
+    # --max-bytes: only the batches wholly inside the first N bytes, and no trailer line
+    log = ProblemLog()
+    lines = list(dump_lines(seg, options_from_args(["--max-bytes", str(len(b[0]) + 10)]), problems=log))
+    assert [line.split(" ")[0] for line in lines] == ["Dumping", "Log", "baseOffset:"] and log.problems == []
+    log = ProblemLog()
+    assert list(dump_lines(seg, options_from_args(["--max-bytes", "-1"]), problems=log))[-1] == "Log starting offset: 0"
+    assert log.problems[-1].kind == TOOL_FAILURE
+    # an index entry: checked against the log's batch at its position
+    idx = seg.with_suffix(".index")
+    idx.write_bytes(encode_offset_index([(0, 0), (2, len(b[0]))], 0))  # batch 1 holds offset 1, not 2
+    log = ProblemLog()
+    assert list(dump_lines(idx, problems=log))[1:] == ["offset: 0 position: 0", f"offset: 2 position: {len(b[0])}"]
+    assert [p.kind for p in log.problems] == ["index_mismatch"]
+    assert list(dump_lines(idx, options_from_args(["--verify-index-only"])))[1:] == []
+    assert list(dump_lines(idx, options_from_args(["--index-sanity-check"])))[1:] == [f"{idx} passed sanity check."]
+    idx.write_bytes(encode_offset_index([(0, 0), (1, 10_000)], 0))  # past the end of the log
+    log = ProblemLog()
+    assert list(dump_lines(idx, problems=log))[1:] == ["offset: 0 position: 0"]
+    assert log.problems[-1].kind == TOOL_FAILURE and "exceeds end position" in log.problems[-1].detail
+    # a time index with a zero tail (a segment still open): the sanity check fails, the dump stops at the tail
+    tidx = seg.with_suffix(".timeindex")
+    tidx.write_bytes(encode_time_index([(1001, 1)], 0) + bytes(24))
+    idx.write_bytes(encode_offset_index([(1, len(b[0]))], 0))
+    log = ProblemLog()
+    assert list(dump_lines(tidx, options_from_args(["--index-sanity-check"]), problems=log)) == [f"Dumping {tidx}"]
+    assert "CorruptIndexException" in log.problems[-1].detail
+    log = ProblemLog()
+    assert list(dump_lines(tidx, problems=log))[1:] == ["timestamp: 1001 offset: 1"] and log.problems == []

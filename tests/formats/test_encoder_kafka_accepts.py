@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -101,7 +102,7 @@ def build_data_segment() -> tuple[bytes, list[Cell]]:
     return b"".join(parts), cells
 
 
-def metadata_fields(kafka_lib: str) -> list[tuple[str, int, dict]]:
+def metadata_fields(kafka_lib: Path) -> list[tuple[str, int, dict]]:
     """Every record type at the newest version both sides know, every field set."""
     known = _release_schemas(kafka_lib)
     out = []
@@ -173,18 +174,14 @@ def parse(text: str) -> dict[int, tuple[dict[str, str], dict[int, dict[str, str]
 
 
 @pytest.fixture(scope="module")
-def dumps(tmp_path_factory):
-    from peer.kafka import DEFAULT_VERSION, STAMP, fetch, lib_dir
-
-    if not (lib_dir(DEFAULT_VERSION) / STAMP).exists():
-        pytest.skip(f"Kafka {DEFAULT_VERSION} jars not fetched (make kafka)")
-    kafka = fetch(DEFAULT_VERSION)
+def dumps(tmp_path_factory, kafka_dist):
+    kafka = kafka_dist()
     root = tmp_path_factory.mktemp("encoded")
     data, data_cells = build_data_segment()
     (root / "enc-0").mkdir()
     seg = root / "enc-0" / "00000000000000000000.log"
     seg.write_bytes(data)
-    meta, meta_cells = build_metadata_segment(metadata_fields(str(kafka.lib)))
+    meta, meta_cells = build_metadata_segment(metadata_fields(kafka.lib))
     (root / "__cluster_metadata-0").mkdir()
     mseg = root / "__cluster_metadata-0" / "00000000000000000000.log"
     mseg.write_bytes(meta)

@@ -216,7 +216,8 @@ def test_real_kafka_segments(kafka_bundle, monkeypatch):
     files: list[Path] = []
     for name, version in BUNDLES:
         bundle = Path(kafka_bundle(name, version))
-        files += sorted(p for p in bundle.glob("**/*") if p.suffix in (".log", ".checkpoint") and p.is_file())
+        files += sorted(p for p in [*bundle.glob("nodes/*/logs/**/*"), *bundle.glob("remote/**/*")]
+                        if p.suffix in (".log", ".checkpoint") and p.is_file())
     assert len(files) > 100
     fb = Fallbacks(monkeypatch)
     rows = headers = 0

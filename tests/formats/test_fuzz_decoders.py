@@ -1,8 +1,9 @@
 """Fuzz targets, one per decoder, seeded with real Kafka bytes.
 
-Each target draws a seed (bytes Kafka wrote, taken from the cached scenario bundles when they
-exist, else bytes our encoders write) and mutates it (bit flips, byte sets, insertions,
-deletions, duplicated slices, truncation), or draws plain random bytes, and checks what every
+Each target draws a seed (bytes Kafka wrote, taken from the bundles of the pinned scenario
+definitions, which ``make test`` builds before pytest starts, and bytes our encoders write)
+and mutates it (bit flips, byte sets, insertions, deletions, duplicated slices, truncation), or
+draws plain random bytes, and checks what every
 decoder promises for bad input:
 
 * record batches (:func:`read_batches` + :meth:`Batch.records` + the record decoders): no
@@ -77,10 +78,9 @@ from workbench.formats.remote import (
 from workbench.formats.segment import read_segment
 
 EXAMPLES = int(os.environ.get("WORKBENCH_FUZZ_EXAMPLES", "60"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=False,
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.filter_too_much, HealthCheck.large_base_example])
-SCENARIOS = Path(os.environ.get("WORKBENCH_SCENARIOS", Path.home() / ".cache" / "kafka-workbench" / "scenarios"))
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
@@ -88,13 +88,22 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 # seeds: real Kafka bytes when a bundle is cached, else the encoders' bytes
 
 
+def _pinned_bundles() -> list[Path]:
+    """The complete bundles of the pinned scenario definitions (``make test`` builds them all
+    before pytest starts; under ``KAFKA_WORKBENCH_CACHE``)."""
+    from peer.scenario import bundle_dir, is_complete
+    from tests.kafka_bundles import BUNDLES
+
+    return [d for d in (bundle_dir(name, version) for version, name in BUNDLES) if is_complete(d)]
+
+
+BUNDLE_DIRS = _pinned_bundles()
+
+
 def bundle_files(pattern: str, limit: int = 6) -> list[Path]:
-    """Non-empty files matching ``pattern`` in complete cached bundles (smallest first)."""
-    if not SCENARIOS.is_dir():
-        return []
-    found = [p for d in sorted(SCENARIOS.glob("*/*")) if (d / ".complete").exists()
-             for p in d.glob(pattern) if p.is_file() and p.stat().st_size > 0]
-    return sorted(found, key=lambda p: (p.stat().st_size, str(p)))[:limit]
+    """Non-empty files matching ``pattern`` in the pinned bundles (smallest first)."""
+    found = [p for d in BUNDLE_DIRS for p in d.glob(pattern) if p.is_file() and p.stat().st_size > 0]
+    return sorted(found, key=lambda p: (p.stat().st_size, str(p)))[:limit]  # one cache root: a stable order
 
 
 def head_batches(path: Path, max_bytes: int = 6000) -> bytes:

@@ -204,13 +204,14 @@ def test_snapshot_file_name():
 
 
 # ---------------------------------------------------------------------------------------------
-# files written by real Kafka nodes (scenario bundles; skipped when none are cached)
+# files written by real Kafka nodes (every scenario bundle of every pinned release)
 
 import glob  # noqa: E402
 import os  # noqa: E402
+from pathlib import Path  # noqa: E402
 
-_SCENARIOS = os.path.expanduser(os.environ.get("KAFKA_WORKBENCH_SCENARIOS", "~/.cache/kafka-workbench/scenarios"))
-_NODE_DIRS = sorted(glob.glob(os.path.join(_SCENARIOS, "*", "*", "nodes", "*", "logs")))
+from tests.kafka_bundles import bundle_params  # noqa: E402
+
 _CHECKPOINT_NAMES = (
     "replication-offset-checkpoint",
     "recovery-point-offset-checkpoint",
@@ -224,9 +225,22 @@ def _read(path: str) -> str:
         return fh.read()
 
 
-@pytest.mark.skipif(not _NODE_DIRS, reason="no scenario bundles cached")
-@pytest.mark.parametrize("log_dir", _NODE_DIRS, ids=[os.path.relpath(d, _SCENARIOS) for d in _NODE_DIRS])
-def test_real_log_dir_files(log_dir):
+@pytest.mark.kafka
+@pytest.mark.parametrize("version, name", bundle_params())
+def test_real_log_dir_files(kafka_bundle, version, name):
+    bundle = Path(kafka_bundle(name, version))
+    log_dirs = sorted(str(d) for d in bundle.glob("nodes/*/logs"))
+    assert log_dirs, f"{bundle}: no node log directory"
+    failures = []
+    for log_dir in log_dirs:
+        try:
+            _check_log_dir(log_dir)
+        except AssertionError as exc:
+            failures.append(f"{log_dir}: {str(exc)[:600]}")
+    assert not failures, "\n".join(failures)
+
+
+def _check_log_dir(log_dir: str) -> None:
     meta = parse_meta_properties(_read(os.path.join(log_dir, "meta.properties")))
     assert meta.problems == [] and meta.version == 1 and meta.node_id is not None and meta.cluster_id
     checked = 0

@@ -266,42 +266,23 @@ def test_invalid_utf8_is_replaced_not_fatal():
 
 
 # ---------------------------------------------------------------------------------------------
-# the built-in layouts against Kafka's own schema files (when Kafka jars are cached locally)
+# the built-in layouts against Kafka's own schema files: the newest pinned release's jars
+# (fetched by the suite), and for the records it lacks, the one release named in
+# tests/kafka_schemas.py (its jar fetched from Maven Central)
 
-import glob  # noqa: E402
-import os  # noqa: E402
-import zipfile  # noqa: E402
+import dataclasses  # noqa: E402
 
+from tests.kafka_schemas import (  # noqa: E402
+    FOLLOWS,
+    MODELLED_WITH_EXTRA_FIELDS,
+    NEVER_RELEASED,
+    NEVER_RELEASED_CHECKED_IN,
+    NEWER_TAGGED_FIELDS,
+    NEWEST_PIN,
+    pinned_schema_files,
+    release_schema_files,
+)
 from workbench.formats.messages import layout_differences, schema_from_kafka_json  # noqa: E402
-
-_M2 = os.path.expanduser(os.environ.get("KAFKA_WORKBENCH_M2", "~/.cache/kafka-workbench/m2"))
-
-
-def _version_key(text: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else 0 for p in text.replace("-", ".").split("."))
-
-
-def _kafka_schemas() -> dict[str, tuple[str, Schema]]:
-    """Newest Kafka schema of every message name found in the cached jars: name -> (release, schema)."""
-    found: dict[str, tuple[str, Schema]] = {}
-    jars = glob.glob(os.path.join(_M2, "org/apache/kafka/*/*/*.jar"))
-    for jar in sorted(jars, key=lambda j: _version_key(os.path.basename(os.path.dirname(j)))):
-        if jar.endswith(("-test.jar", "-sources.jar", "-javadoc.jar")):
-            continue
-        release = os.path.basename(os.path.dirname(jar))
-        try:
-            with zipfile.ZipFile(jar) as z:
-                for name in z.namelist():
-                    if not (name.endswith(".json") and ("message/" in name or "metadata/" in name)):
-                        continue
-                    try:
-                        schema = schema_from_kafka_json(z.read(name).decode("utf-8"))
-                    except (ConfigError, UnicodeDecodeError, KeyError, TypeError):
-                        continue
-                    found[schema.name] = (release, schema)
-        except zipfile.BadZipFile:
-            continue
-    return found
 
 
 def _our_layouts() -> list[Schema]:
@@ -332,14 +313,72 @@ def _our_layouts() -> list[Schema]:
     return list(unique.values())
 
 
-# Modelled differently on purpose, or no longer in any release we can check
-_NOT_IN_KAFKA = {
-    "EndTxnMarker",  # the int16 version prefix is modelled as a "Version" field
-    "ShareGroupPartitionMetadataKey",
-    "ShareGroupPartitionMetadataValue",  # 4.0 preview, removed
-    "StreamsGroupPartitionMetadataKey",
-    "StreamsGroupPartitionMetadataValue",  # early access, removed
-}
+def _without(schema: Schema, names: tuple[str, ...]) -> Schema:
+    """``schema`` without the top-level fields ``names`` (each must be there)."""
+    have = {f.name for f in schema.fields}
+    assert set(names) <= have, (schema.name, sorted(set(names) - have))
+    return dataclasses.replace(schema, fields=tuple(f for f in schema.fields if f.name not in names))
+
+
+def layout_problems(layouts: list[Schema]) -> tuple[list[str], int]:
+    """Every difference between ``layouts`` and Kafka's schema files; and how many were compared.
+
+    The reference of a layout is the newest pinned release's file; a record that release lacks
+    must be in FOLLOWS (compared with that release's file) or NEVER_RELEASED.
+    """
+    pinned = pinned_schema_files(NEWEST_PIN)
+    problems: list[str] = []
+    checked = 0
+    for ours in layouts:
+        name = ours.name
+        if name in NEVER_RELEASED:
+            if name in pinned:
+                problems.append(f"{name}: listed as never released, but Kafka {NEWEST_PIN} has it")
+            continue
+        if name in FOLLOWS:
+            if name in pinned:
+                problems.append(f"{name}: listed as missing from Kafka {NEWEST_PIN}, which has it: compare with it")
+                continue
+            ref = FOLLOWS[name]
+            files = release_schema_files(ref.artifact, ref.release)
+            if name not in files:
+                problems.append(f"{name}: not in {ref.artifact} {ref.release}, the release FOLLOWS names")
+                continue
+            release, (jar, text) = ref.release, files[name]
+            theirs = schema_from_kafka_json(text)
+            if theirs.api_key is None and ours.api_key is not None:
+                # before 4.1 coordinator records were "data" files without an apiKey, and a key
+                # file's only version was the record type: read it as version 0 of that type
+                if name.endswith("Key"):
+                    text = text.replace(f'"{ours.api_key}"', '"0"')
+                theirs = dataclasses.replace(schema_from_kafka_json(text), api_key=ours.api_key)
+        else:
+            if name not in pinned:
+                problems.append(f"{name}: not in Kafka {NEWEST_PIN}'s jars, and not listed in tests/kafka_schemas.py "
+                                "with the release that has it")
+                continue
+            release, (jar, text) = NEWEST_PIN, pinned[name]
+            theirs = schema_from_kafka_json(text)
+        mine = ours
+        if name in MODELLED_WITH_EXTRA_FIELDS:
+            mine = _without(ours, MODELLED_WITH_EXTRA_FIELDS[name])
+        if name in NEWER_TAGGED_FIELDS:
+            ref, extra = NEWER_TAGGED_FIELDS[name]
+            tagged = {f.name for f in ours.fields if f.tag is not None}
+            if not set(extra) <= tagged:
+                problems.append(f"{name}: {sorted(set(extra) - tagged)} newer than Kafka {NEWEST_PIN} but not tagged")
+            mine = _without(ours, extra)
+            newer_files = release_schema_files(ref.artifact, ref.release)
+            if name not in newer_files:
+                problems.append(f"{name}: not in {ref.artifact} {ref.release}")
+            else:
+                newer_jar, newer_text = newer_files[name]
+                newer = layout_differences(ours, schema_from_kafka_json(newer_text))
+                problems += [f"[{ref.release} {newer_jar}] {d}" for d in newer]
+                checked += 1
+        problems += [f"[{release} {jar}] {d}" for d in layout_differences(mine, theirs)]
+        checked += 1
+    return problems, checked
 
 
 def test_schema_from_kafka_json_resolves_common_structs():
@@ -375,20 +414,40 @@ def test_schema_from_kafka_json_resolves_common_structs():
         schema_from_kafka_json("{not json")
 
 
+@pytest.mark.kafka
 def test_layouts_match_kafka_schema_files():
-    kafka = _kafka_schemas()
-    if not kafka:
-        pytest.skip(f"no Kafka jars under {_M2}")
-    problems = []
-    checked = 0
-    for ours in _our_layouts():
-        if ours.name in _NOT_IN_KAFKA:
-            continue
-        if ours.name not in kafka:
-            problems.append(f"{ours.name}: not found in any cached Kafka jar")
-            continue
-        release, theirs = kafka[ours.name]
-        problems += [f"[{release}] {d}" for d in layout_differences(ours, theirs)]
-        checked += 1
+    problems, checked = layout_problems(_our_layouts())
     assert not problems, "\n".join(problems)
-    assert checked >= 60
+    assert checked >= 90
+
+
+@pytest.mark.kafka
+def test_tables_of_unpinned_records_are_honest():
+    """Every record the tables name is really absent from both pinned releases, or (FOLLOWS)
+    really absent from the newest one; never-released ones are absent from the newest release."""
+    ours = {s.name for s in _our_layouts()}
+    from peer.kafka import VERSIONS
+
+    pins = {v: pinned_schema_files(v) for v in VERSIONS}
+    listed = set(FOLLOWS) | set(NEVER_RELEASED) | set(NEWER_TAGGED_FIELDS) | set(MODELLED_WITH_EXTRA_FIELDS)
+    assert listed <= ours, sorted(listed - ours)
+    for name in FOLLOWS:
+        assert name not in pins[NEWEST_PIN], name
+    newest = release_schema_files(NEVER_RELEASED_CHECKED_IN.artifact, NEVER_RELEASED_CHECKED_IN.release)
+    for name in NEVER_RELEASED:
+        assert all(name not in files for files in pins.values()), name
+        assert name not in newest, name
+    for name in (*NEWER_TAGGED_FIELDS, *MODELLED_WITH_EXTRA_FIELDS):
+        assert name in pins[NEWEST_PIN], name
+
+
+def test_one_changed_field_is_caught():
+    """The comparison sees a layout that differs from Kafka's by one field."""
+    layouts = _our_layouts()
+    victim = next(s for s in layouts if s.name == "PartitionChangeRecord")
+    f = victim.fields[-1]
+    changed = dataclasses.replace(victim, fields=(*victim.fields[:-1], dataclasses.replace(f, type="int64")))
+    problems, _ = layout_problems([changed])
+    assert problems and all("PartitionChangeRecord" in p for p in problems), problems
+    dropped = dataclasses.replace(victim, fields=victim.fields[:-1])
+    assert layout_problems([dropped])[0]

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from peer.kafka import VERSIONS
 from workbench.errors import ConfigError
 from workbench.formats.messages import Field, Schema, VersionRange, field_default
 from workbench.formats.metadata import (
@@ -45,40 +46,38 @@ def cstr(text: str) -> bytes:
 # registry
 
 
-EXPECTED_VERSIONS = {
-    0: ("RegisterBrokerRecord", "REGISTER_BROKER_RECORD", (0, 4)),
-    1: ("UnregisterBrokerRecord", "UNREGISTER_BROKER_RECORD", (0, 0)),
-    2: ("TopicRecord", "TOPIC_RECORD", (0, 0)),
-    3: ("PartitionRecord", "PARTITION_RECORD", (0, 2)),
-    4: ("ConfigRecord", "CONFIG_RECORD", (0, 0)),
-    5: ("PartitionChangeRecord", "PARTITION_CHANGE_RECORD", (0, 2)),
-    7: ("FenceBrokerRecord", "FENCE_BROKER_RECORD", (0, 0)),
-    8: ("UnfenceBrokerRecord", "UNFENCE_BROKER_RECORD", (0, 0)),
-    9: ("RemoveTopicRecord", "REMOVE_TOPIC_RECORD", (0, 0)),
-    10: ("DelegationTokenRecord", "DELEGATION_TOKEN_RECORD", (0, 0)),
-    11: ("UserScramCredentialRecord", "USER_SCRAM_CREDENTIAL_RECORD", (0, 0)),
-    12: ("FeatureLevelRecord", "FEATURE_LEVEL_RECORD", (0, 0)),
-    14: ("ClientQuotaRecord", "CLIENT_QUOTA_RECORD", (0, 0)),
-    15: ("ProducerIdsRecord", "PRODUCER_IDS_RECORD", (0, 0)),
-    17: ("BrokerRegistrationChangeRecord", "BROKER_REGISTRATION_CHANGE_RECORD", (0, 3)),
-    18: ("AccessControlEntryRecord", "ACCESS_CONTROL_ENTRY_RECORD", (0, 0)),
-    19: ("RemoveAccessControlEntryRecord", "REMOVE_ACCESS_CONTROL_ENTRY_RECORD", (0, 0)),
-    20: ("NoOpRecord", "NO_OP_RECORD", (0, 0)),
-    21: ("ZkMigrationStateRecord", "ZK_MIGRATION_STATE_RECORD", (0, 0)),
-    22: ("RemoveUserScramCredentialRecord", "REMOVE_USER_SCRAM_CREDENTIAL_RECORD", (0, 0)),
-    23: ("BeginTransactionRecord", "BEGIN_TRANSACTION_RECORD", (0, 0)),
-    24: ("EndTransactionRecord", "END_TRANSACTION_RECORD", (0, 0)),
-    25: ("AbortTransactionRecord", "ABORT_TRANSACTION_RECORD", (0, 0)),
-    26: ("RemoveDelegationTokenRecord", "REMOVE_DELEGATION_TOKEN_RECORD", (0, 0)),
-    27: ("RegisterControllerRecord", "REGISTER_CONTROLLER_RECORD", (0, 0)),
-    28: ("ClearElrRecord", "CLEAR_ELR_RECORD", (0, 0)),
-    29: ("UnregisterControllerRecord", "UNREGISTER_CONTROLLER_RECORD", (0, 0)),
-}
+def _kafka_metadata_files() -> dict[str, tuple[str, str]]:
+    """Schema file of every metadata record: the newest pinned release's, else the release
+    tests/kafka_schemas.py names for it."""
+    from tests.kafka_schemas import FOLLOWS, NEWEST_PIN, pinned_schema_files, release_schema_files
+
+    files = dict(pinned_schema_files(NEWEST_PIN))
+    for name, ref in FOLLOWS.items():
+        if name not in files and ref.artifact == "kafka-metadata":
+            files[name] = release_schema_files(ref.artifact, ref.release)[name]
+    return files
 
 
-def test_registry_matches_reference_table():
+@pytest.fixture(scope="module")
+def kafka_metadata_files() -> dict[str, tuple[str, str]]:
+    return _kafka_metadata_files()
+
+
+@pytest.mark.kafka
+def test_registry_matches_kafka_schema_files(kafka_metadata_files):
+    """apiKey, name, MetadataRecordType constant and valid versions of every metadata record type,
+    as Kafka's own schema files (``"type": "metadata"``) define them."""
+    import json
+
+    from tests.kafka_schemas import snake_upper, strip_comments, versions_of
+
+    expected = {}
+    for name, (where, text) in kafka_metadata_files.items():
+        data = json.loads(strip_comments(text))
+        if "!common/metadata/" in where and data.get("type") == "metadata":
+            expected[data["apiKey"]] = (name, snake_upper(name), versions_of(text))
     got = {k: (s.name, s.type_name, s.valid_versions) for k, s in METADATA_SCHEMAS.items()}
-    assert got == EXPECTED_VERSIONS
+    assert got == expected
     assert all(s.is_flexible(0) for s in METADATA_SCHEMAS.values())
 
 
@@ -463,8 +462,12 @@ def _cases():
             yield pytest.param(schema, version, id=f"{schema.name}-v{version}")
 
 
+@pytest.mark.kafka
 @pytest.mark.parametrize("schema, version", list(_cases()))
-def test_round_trip_every_record_and_version(schema: Schema, version: int):
+def test_round_trip_every_record_and_version(schema: Schema, version: int, kafka_metadata_files):
+    from tests.kafka_schemas import kafka_defaults
+
+    defaults = kafka_defaults(kafka_metadata_files[schema.name][1])
     fields = {
         f.json_name: _sample(f, version, i)
         for i, f in enumerate(schema.fields)
@@ -475,7 +478,7 @@ def test_round_trip_every_record_and_version(schema: Schema, version: int):
     assert rec.error is None, rec.error
     assert (rec.api_key, rec.version, rec.name) == (schema.api_key, version, schema.name)
     for f in schema.fields:
-        expected = fields.get(f.json_name, field_default(f))
+        expected = fields.get(f.json_name, defaults[f.json_name])
         assert rec.fields[f.json_name] == expected, f.name
     assert list(rec.fields) == [f.json_name for f in schema.fields]
     assert encode_metadata_record(schema.api_key, version, rec.fields) == value
@@ -487,12 +490,16 @@ def test_round_trip_every_record_and_version(schema: Schema, version: int):
     assert list(json.loads(rendered)) == list(fields)
 
 
+@pytest.mark.kafka
 @pytest.mark.parametrize("schema, version", list(_cases()))
-def test_defaults_round_trip(schema: Schema, version: int):
+def test_defaults_round_trip(schema: Schema, version: int, kafka_metadata_files):
+    """An empty record decodes to the defaults Kafka's schema file gives (not our registry's)."""
+    from tests.kafka_schemas import kafka_defaults
+
     value = encode_metadata_record(schema.name, version, {})
     rec = decode_metadata_record(value)
     assert rec.error is None
-    assert rec.fields == {f.json_name: field_default(f) for f in schema.fields}
+    assert rec.fields == kafka_defaults(kafka_metadata_files[schema.name][1])
     assert encode_metadata_record(schema.name, version, rec.fields) == value
 
 
@@ -527,30 +534,17 @@ def test_random_bodies_after_valid_frames_never_raise(header: bytes, body: bytes
 
 # ---------------------------------------------------------------------------------------------
 # real Kafka-written metadata logs against kafka-dump-log --cluster-metadata-decoder output
-# (bundles produced by the scenario harness; skipped when none are cached)
+# (every scenario bundle of every pinned release, built when missing)
 
-import glob  # noqa: E402
-import os  # noqa: E402
 import re  # noqa: E402
+from pathlib import Path  # noqa: E402
 
-_SCENARIOS = os.path.expanduser(os.environ.get("KAFKA_WORKBENCH_SCENARIOS", "~/.cache/kafka-workbench/scenarios"))
+from tests.kafka_bundles import bundle_params, dump_entries  # noqa: E402
+
 _RECORD_LINE = re.compile(r"^\| offset: (\d+) .*? headerKeys: \[[^\]]*\] (.*)$")
 
 
-def _metadata_dumps() -> list[tuple[str, str, str]]:
-    """(kafka version, bundle dir, dump file) of every metadata log/snapshot dump."""
-    out = []
-    for complete in sorted(glob.glob(os.path.join(_SCENARIOS, "*", "*", ".complete"))):
-        bundle = os.path.dirname(complete)
-        version = os.path.basename(os.path.dirname(bundle))
-        patterns = ("dumps/nodes/*/logs/__cluster_metadata-0/*.txt", "dumps/nodes/*/logs/bootstrap.checkpoint.txt")
-        for pattern in patterns:
-            for dump in sorted(glob.glob(os.path.join(bundle, pattern))):
-                out.append((version, bundle, dump))
-    return out
-
-
-def _parse_dump(path: str) -> tuple[str | None, dict[int, str]]:
+def _parse_dump(path: Path) -> tuple[str | None, dict[int, str]]:
     source, lines = None, {}
     with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
@@ -563,27 +557,22 @@ def _parse_dump(path: str) -> tuple[str | None, dict[int, str]]:
     return source, lines
 
 
-_DUMPS = _metadata_dumps()
-
-
-@pytest.mark.skipif(not _DUMPS, reason="no scenario bundles with metadata dumps cached")
-@pytest.mark.parametrize("version, bundle, dump", _DUMPS, ids=[os.path.relpath(d[2], _SCENARIOS) for d in _DUMPS])
-def test_real_metadata_log_matches_kafka_dump(version: str, bundle: str, dump: str):
+def _compare_metadata_dump(version: str, bundle: Path, binary: Path, dump: Path) -> int:
+    """Compare every record of ``binary`` with its line in Kafka's dump; return the number compared."""
     from workbench.formats.batch import read_batches
     from workbench.formats.control import decode_control_record, dump_control_text
     from workbench.formats.problems import ProblemLog
 
     source, expected = _parse_dump(dump)
-    assert source is not None and expected, f"no record lines in {dump}"
-    binary = os.path.join(bundle, source)
-    if not os.path.exists(binary):
-        pytest.skip(f"{binary} not in the bundle")
+    assert source is not None, f"{dump}: no 'Dumping' line"
+    if not expected:
+        return 0
     leader_change_json = tuple(int(p) for p in version.split(".")[:2]) >= (4, 1)
-    log = ProblemLog(binary)
+    log = ProblemLog(str(binary))
     seen = 0
     mismatches = []
     with open(binary, "rb") as fh:
-        for batch in read_batches(fh, binary, problems=log):
+        for batch in read_batches(fh, str(binary), problems=log):
             for rec in batch.records(log):
                 want = expected.get(rec.offset)
                 if want is None:
@@ -600,52 +589,62 @@ def test_real_metadata_log_matches_kafka_dump(version: str, bundle: str, dump: s
                     assert (
                         encode_metadata_record(decoded.api_key, decoded.version, decoded.fields, decoded.unknown_tags)
                         == rec.value
-                    )
+                    ), f"offset {rec.offset}: re-encoded bytes differ"
                 if got != want:
                     mismatches.append(f"offset {rec.offset}:\n  kafka: {want}\n  ours:  {got}")
                 seen += 1
+    assert log.problems == [], log.problems[:3]
     assert not mismatches, "\n".join(mismatches[:10])
     assert seen == len(expected), f"compared {seen} of {len(expected)} dumped records"
+    return seen
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("version, name", bundle_params())
+def test_real_metadata_log_matches_kafka_dump(kafka_bundle, version: str, name: str):
+    """Every ``__cluster_metadata`` segment and snapshot and every ``bootstrap.checkpoint``."""
+    bundle = Path(kafka_bundle(name, version))
+    entries = [
+        e for e in dump_entries(bundle)
+        if "/__cluster_metadata-0/" in e["file"] or e["file"].endswith("/bootstrap.checkpoint")
+    ]
+    assert entries, f"{bundle}: no metadata log or snapshot dumped"
+    failures, compared = [], 0
+    for e in entries:
+        try:
+            compared += _compare_metadata_dump(version, bundle, bundle / e["file"], bundle / e["dump"])
+        except AssertionError as exc:
+            failures.append(f"{e['file']}: {str(exc)[:800]}")
+    assert not failures, f"{len(failures)} of {len(entries)} files:\n" + "\n".join(failures[:6])
+    assert compared > 0, f"{bundle}: no metadata record compared"
 
 
 # ---------------------------------------------------------------------------------------------
 # Kafka's own dump tool decodes what the encoder writes (needs fetched Kafka jars)
 
 
-def _fetched_kafka_versions() -> list[str]:
-    try:
-        from peer.kafka import STAMP, VERSIONS, lib_dir
-    except ImportError:
-        return []
-    return [v for v in VERSIONS if (lib_dir(v) / STAMP).exists()]
-
-
-def _release_schemas(lib: str) -> dict[str, Schema]:
-    import zipfile
-
+def _release_schemas(lib: Path) -> dict[str, Schema]:
+    from tests.kafka_schemas import schema_files
     from workbench.formats.messages import schema_from_kafka_json
 
-    found: dict[str, Schema] = {}
-    for jar in glob.glob(os.path.join(lib, "*.jar")):
-        with zipfile.ZipFile(jar) as z:
-            for name in z.namelist():
-                if name.startswith("common/metadata/") and name.endswith(".json"):
-                    schema = schema_from_kafka_json(z.read(name).decode("utf-8"))
-                    found[schema.name] = schema
-    return found
+    return {
+        name: schema_from_kafka_json(text)
+        for name, (_, text) in schema_files(sorted(lib.glob("*.jar"))).items()
+        if name in METADATA_SCHEMAS_BY_NAME
+    }
 
 
-@pytest.mark.parametrize(
-    "kafka_version",
-    _fetched_kafka_versions() or [pytest.param("none", marks=pytest.mark.skip(reason="no Kafka jars fetched"))],
-)
-def test_kafka_dump_tool_decodes_every_encoded_record(tmp_path, kafka_version):
-    from peer.kafka import fetch
+METADATA_SCHEMAS_BY_NAME = {s.name: s for s in METADATA_SCHEMAS.values()}
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("kafka_version", list(VERSIONS))
+def test_kafka_dump_tool_decodes_every_encoded_record(tmp_path, kafka_version, kafka_dist):
     from workbench.formats.control import decode_control_record, dump_control_text
     from workbench.formats.kraft_log import MetadataLogWriter
 
-    kafka = fetch(kafka_version)
-    known = _release_schemas(str(kafka.lib))
+    kafka = kafka_dist(kafka_version)
+    known = _release_schemas(kafka.lib)
     writer = MetadataLogWriter()
     expected: dict[int, str] = {}
     ts = 1_700_000_000_000

@@ -191,24 +191,14 @@ public class WorkbenchMirrorCheck {
 """
 
 
-def _kafka_lib() -> str | None:
+@pytest.mark.kafka
+def test_mm2_classes_agree(tmp_path, kafka_dist):
     import shutil
-
-    try:
-        from peer.kafka import DEFAULT_VERSION, STAMP, lib_dir
-    except ImportError:
-        return None
-    lib = lib_dir(DEFAULT_VERSION)
-    if not (lib / STAMP).exists() or not shutil.which("javac") or not list(lib.glob("connect-mirror-*.jar")):
-        return None
-    return str(lib)
-
-
-@pytest.mark.skipif(_kafka_lib() is None, reason="needs javac and fetched Kafka jars")
-def test_mm2_classes_agree(tmp_path):
     import subprocess
 
-    lib = _kafka_lib()
+    lib = kafka_dist().lib
+    assert shutil.which("javac"), "javac (a JDK) is needed, as for the peer's scenarios"
+    assert list(lib.glob("connect-mirror-*.jar")), f"no connect-mirror jar in {lib}"
     src = tmp_path / "org/apache/kafka/connect/mirror/WorkbenchMirrorCheck.java"
     src.parent.mkdir(parents=True)
     src.write_text(_JAVA)
@@ -241,25 +231,10 @@ def test_mm2_classes_agree(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# real MirrorMaker 2 topics (scenario bundles; skipped when none are cached)
+# real MirrorMaker 2 topics (the mm2 bundle of every pinned release)
 
-import glob  # noqa: E402
-import os  # noqa: E402
+from pathlib import Path  # noqa: E402
 
-_SCENARIOS = os.path.expanduser(os.environ.get("KAFKA_WORKBENCH_SCENARIOS", "~/.cache/kafka-workbench/scenarios"))
-
-
-def _mirror_segments() -> list[tuple[str, str]]:
-    out = []
-    for seg in sorted(glob.glob(os.path.join(_SCENARIOS, "*", "*", "nodes", "*", "logs", "*", "*.log"))):
-        topic = os.path.basename(os.path.dirname(seg)).rsplit("-", 1)[0]
-        kind = classify_mirror_topic(topic)
-        if kind is not None:
-            out.append((kind[0], seg))
-    return out
-
-
-_MIRROR = _mirror_segments()
 _DECODERS = {
     "offset_syncs": decode_offset_sync,
     "checkpoints": decode_checkpoint,
@@ -268,13 +243,12 @@ _DECODERS = {
 }
 
 
-@pytest.mark.skipif(not _MIRROR, reason="no MirrorMaker 2 topics cached")
-@pytest.mark.parametrize("kind, segment", _MIRROR, ids=[os.path.relpath(s, _SCENARIOS) for _, s in _MIRROR])
-def test_real_mirror_topics_decode(kind, segment):
+def _check_mirror_segment(kind: str, segment: str) -> int:
     from workbench.formats.batch import read_batches
     from workbench.formats.problems import ProblemLog
 
     log = ProblemLog(segment)
+    n = 0
     with open(segment, "rb") as fh:
         for batch in read_batches(fh, segment, problems=log):
             if batch.is_control:
@@ -284,4 +258,27 @@ def test_real_mirror_topics_decode(kind, segment):
                 assert decoded.error is None, f"offset {rec.offset}: {decoded.error}"
                 if rec.value is not None and kind != "connect_offsets":
                     assert mirror_text(decoded) is not None
+                n += 1
     assert log.problems == []
+    return n
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("version", ["4.3.1", "3.9.2"])
+def test_real_mirror_topics_decode(kafka_bundle, version):
+    from collections import Counter
+
+    bundle = Path(kafka_bundle("mm2", version))
+    counts: Counter = Counter()
+    failures = []
+    for seg in sorted(bundle.glob("nodes/*/logs/*/*.log")):
+        kind = classify_mirror_topic(seg.parent.name.rsplit("-", 1)[0])
+        if kind is None:
+            continue
+        try:
+            counts[kind[0]] += _check_mirror_segment(kind[0], str(seg))
+        except AssertionError as exc:
+            failures.append(f"{seg}: {str(exc)[:600]}")
+    assert not failures, "\n".join(failures[:6])
+    # MirrorMaker 2 wrote offset syncs, checkpoints, heartbeats and its connector offsets
+    assert all(counts[k] > 0 for k in _DECODERS), counts

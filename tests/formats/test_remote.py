@@ -159,22 +159,11 @@ def test_random_bodies_never_raise(header, body):
 # Kafka's --remote-log-metadata-decoder prints the same text for what the encoder writes
 
 
-def _fetched_kafka_versions() -> list[str]:
-    try:
-        from peer.kafka import STAMP, VERSIONS, lib_dir
-    except ImportError:
-        return []
-    return [v for v in VERSIONS if (lib_dir(v) / STAMP).exists()]
-
-
-@pytest.mark.parametrize(
-    "kafka_version",
-    _fetched_kafka_versions() or [pytest.param("none", marks=pytest.mark.skip(reason="no Kafka jars fetched"))],
-)
-def test_kafka_dump_tool_prints_the_same_text(tmp_path, kafka_version):
+@pytest.mark.kafka
+@pytest.mark.parametrize("kafka_version", ["4.3.1", "3.9.2"])
+def test_kafka_dump_tool_prints_the_same_text(tmp_path, kafka_version, kafka_dist):
     import re
 
-    from peer.kafka import fetch
     from workbench.formats.batch import Record, encode_batch
 
     seg_id = {"topicIdPartition": {"name": "orders", "id": T_TEXT, "partition": 2}, "id": S_TEXT}
@@ -218,7 +207,7 @@ def test_kafka_dump_tool_prints_the_same_text(tmp_path, kafka_version):
             },
         ),
     ]
-    kafka = fetch(kafka_version)
+    kafka = kafka_dist(kafka_version)
     seg = tmp_path / "00000000000000000000.log"
     seg.write_bytes(encode_batch([Record(i, 1, None, v, []) for i, v in enumerate(values)], base_offset=0))
     out = kafka.run_tool(
@@ -230,50 +219,57 @@ def test_kafka_dump_tool_prints_the_same_text(tmp_path, kafka_version):
 
 
 # ---------------------------------------------------------------------------------------------
-# real __remote_log_metadata segments (scenario bundles; skipped when none are cached)
-
-import glob  # noqa: E402
-import os  # noqa: E402
-
-_SCENARIOS = os.path.expanduser(os.environ.get("KAFKA_WORKBENCH_SCENARIOS", "~/.cache/kafka-workbench/scenarios"))
-_SEGMENTS = sorted(
-    glob.glob(os.path.join(_SCENARIOS, "*", "*", "nodes", "*", "logs", "__remote_log_metadata-*", "*.log"))
-)
+# real __remote_log_metadata segments (the tiered bundle of every pinned release) against the
+# dump Kafka's --remote-log-metadata-decoder made of each
 
 
-@pytest.mark.skipif(not _SEGMENTS, reason="no __remote_log_metadata segments cached")
-@pytest.mark.parametrize("segment", _SEGMENTS, ids=[os.path.relpath(s, _SCENARIOS) for s in _SEGMENTS])
-def test_real_remote_log_metadata(segment):
+def _check_remote_segment(segment, dump, kafka_4: bool) -> tuple[int, int]:
     import re
 
     from workbench.formats.batch import read_batches
     from workbench.formats.problems import ProblemLog
 
-    # the dump of the same file, when the harness made one with --remote-log-metadata-decoder
-    rel = os.path.relpath(segment, os.path.join(_SCENARIOS, *os.path.relpath(segment, _SCENARIOS).split(os.sep)[:2]))
-    bundle = segment[: -len(rel) - 1]
-    dump = os.path.join(bundle, "dumps", rel + ".txt")
     printed: dict[int, str] = {}
-    kafka_4 = os.path.relpath(segment, _SCENARIOS).split(os.sep)[0].split(".")[0] >= "4"
-    if os.path.exists(dump):
-        with open(dump, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                m = re.match(r"^\| offset: (\d+) .*? payload: (Remote\w+\{.*)$", line.rstrip("\n"))
-                if m:
-                    printed[int(m.group(1))] = m.group(2)
-    log = ProblemLog(segment)
+    for line in dump.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("| offset: "):
+            m = re.match(r"^\| offset: (\d+) .*? payload: (Remote\w+\{.*)$", line)
+            assert m is not None, f"record line without a decoded payload: {line[:200]}"
+            printed[int(m.group(1))] = m.group(2)
+    log = ProblemLog(str(segment))
     decoded = compared = 0
     with open(segment, "rb") as fh:
-        for batch in read_batches(fh, segment, problems=log):
+        for batch in read_batches(fh, str(segment), problems=log):
             if batch.is_control:
                 continue
             for rec in batch.records(log):
                 md = decode_remote_log_metadata(rec.value)
                 assert md.error is None, f"offset {rec.offset}: {md.error}"
                 assert remote_event(md) is not None
-                if rec.offset in printed:
-                    assert remote_dump_text(md, with_txn_idx_empty=kafka_4) == printed[rec.offset]
-                    compared += 1
+                assert remote_dump_text(md, with_txn_idx_empty=kafka_4) == printed[rec.offset], rec.offset
+                compared += 1
                 decoded += 1
-    assert log.problems == [] and decoded > 0
-    assert compared == len(printed)
+    assert log.problems == []
+    assert compared == len(printed), f"compared {compared} of {len(printed)} dumped records"
+    return decoded, compared
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("version", ["4.3.1", "3.9.2"])
+def test_real_remote_log_metadata(kafka_bundle, version):
+    from pathlib import Path
+
+    from tests.kafka_bundles import dump_entries
+
+    bundle = Path(kafka_bundle("tiered", version))
+    entries = [e for e in dump_entries(bundle) if "/__remote_log_metadata-" in e["file"]]
+    assert entries, f"{bundle}: no __remote_log_metadata segment dumped"
+    assert all("--remote-log-metadata-decoder" in e["args"] for e in entries)
+    total = 0
+    failures = []
+    for e in entries:
+        try:
+            total += _check_remote_segment(bundle / e["file"], bundle / e["dump"], version.startswith("4"))[1]
+        except (AssertionError, KeyError) as exc:
+            failures.append(f"{e['file']}: {exc!r}"[:800])
+    assert not failures, "\n".join(failures[:6])
+    assert total > 0, f"{bundle}: no remote log metadata record compared"

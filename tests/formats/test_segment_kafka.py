@@ -1,28 +1,23 @@
 """Segments and snapshots written by real Kafka brokers, checked against ``kafka-dump-log`` output.
 
-The peer harness leaves scenario bundles under ``~/.cache/kafka-workbench/scenarios/<version>/
-<scenario>/``: node log dirs under ``nodes/`` and, per ``.log``/``.checkpoint`` file, the dump
-tool's text under ``dumps/`` (listed in ``manifest.json``). Every file must read with zero
-problems, and every batch line and record line of the dump must match what we decode. The test
-is skipped when no bundle has been produced on this machine.
+Every scenario bundle of every pinned release (``tests/kafka_bundles.py``): node log dirs under
+``nodes/`` and, per ``.log``/``.checkpoint`` file, Kafka's own dump tool's text under ``dumps/``
+(listed in ``manifest.json``). Every file must read with zero problems, and every batch line and
+record line of the dump must match what we decode. Bundles are built when missing, never skipped.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import struct
 from pathlib import Path
 
 import pytest
 
+from tests.kafka_bundles import bundle_params, dump_entries
 from workbench.formats.batch import Batch, Record, encode_batch
 from workbench.formats.problems import ProblemLog
 from workbench.formats.segment import read_segment
-
-ROOT = Path(os.environ.get("WORKBENCH_SCENARIOS", Path.home() / ".cache" / "kafka-workbench" / "scenarios"))
-MAX_FILES = 400
 
 BATCH_LINE = re.compile(
     r"^baseOffset: (?P<base>-?\d+) lastOffset: (?P<last>-?\d+) count: (?P<count>-?\d+) "
@@ -40,22 +35,6 @@ RECORD_LINE = re.compile(
     r"^\| offset: (?P<offset>-?\d+) (?P<tstype>\w+): (?P<ts>-?\d+) keySize: (?P<ks>-?\d+) "
     r"valueSize: (?P<vs>-?\d+)(?: sequence: (?P<seq>-?\d+) headerKeys: \[(?P<hk>[^\]]*)\])?"
 )
-
-
-def dumped_files() -> list[tuple[Path, Path]]:
-    pairs: list[tuple[Path, Path]] = []
-    if not ROOT.is_dir():
-        return pairs
-    for manifest in sorted(ROOT.glob("*/*/manifest.json")):
-        try:
-            entries = json.loads(manifest.read_text(encoding="utf-8")).get("dumps", [])
-        except (OSError, ValueError):
-            continue
-        for entry in entries:
-            data, dump = manifest.parent / entry["file"], manifest.parent / entry["dump"]
-            if data.is_file() and dump.is_file() and dump.stat().st_size > 0:
-                pairs.append((data, dump))
-    return pairs[:MAX_FILES]
 
 
 def parse_dump(text: str) -> list[tuple[dict[str, str], list[dict[str, str]]]]:
@@ -119,13 +98,30 @@ def compare_with_dump(data: Path, text: str) -> int:
     return len(batches)
 
 
-FILES = dumped_files()
+def check_each(files: list[Path], check) -> int:
+    """Run ``check(path)`` on every file; fail once, naming every file that failed and why."""
+    failures = []
+    for path in files:
+        try:
+            check(path)
+        except AssertionError as exc:
+            failures.append(f"{path}: {str(exc)[:600]}")
+    assert not failures, f"{len(failures)} of {len(files)} files:\n" + "\n".join(failures[:10])
+    return len(files)
 
 
-@pytest.mark.skipif(not FILES, reason=f"no Kafka-written segments with dumps under {ROOT}")
-@pytest.mark.parametrize("data, dump", FILES, ids=[str(d.relative_to(ROOT)) for d, _ in FILES] or None)
-def test_kafka_written_file_matches_dump(data, dump):
-    compare_with_dump(data, dump.read_text(encoding="utf-8", errors="replace"))
+@pytest.mark.kafka
+@pytest.mark.parametrize("version, name", bundle_params())
+def test_kafka_written_file_matches_dump(kafka_bundle, version, name):
+    bundle = Path(kafka_bundle(name, version))
+    pairs = {bundle / e["file"]: bundle / e["dump"] for e in dump_entries(bundle)}
+    batches = []
+
+    def check(data: Path) -> None:
+        batches.append(compare_with_dump(data, pairs[data].read_text(encoding="utf-8", errors="replace")))
+
+    check_each(sorted(pairs), check)
+    assert sum(batches) > 0, f"{bundle}: no batch in any dumped file"
 
 
 def encoder_segment() -> bytes:
@@ -161,12 +157,8 @@ def encoder_segment() -> bytes:
 
 
 @pytest.mark.kafka
-def test_kafka_dump_tool_accepts_encoder_output(tmp_path):
-    from peer.kafka import DEFAULT_VERSION, STAMP, fetch, lib_dir
-
-    if not (lib_dir(DEFAULT_VERSION) / STAMP).exists():
-        pytest.skip(f"Kafka {DEFAULT_VERSION} jars not fetched (make kafka)")
-    kafka = fetch(DEFAULT_VERSION)
+def test_kafka_dump_tool_accepts_encoder_output(tmp_path, kafka_dist):
+    kafka = kafka_dist()
     seg = tmp_path / "00000000000000000000.log"
     seg.write_bytes(encoder_segment())
     result = kafka.run_tool("dump-log", ["--deep-iteration", "--files", str(seg)], timeout=120, heap="256m")
@@ -174,20 +166,24 @@ def test_kafka_dump_tool_accepts_encoder_output(tmp_path):
     assert compare_with_dump(seg, result.stdout) == 22
 
 
-def partition_dirs() -> list[Path]:
-    if not ROOT.is_dir():
-        return []
-    dirs = sorted({p.parent for p in ROOT.glob("*/*/nodes/*/logs/*/*.log")})
-    return dirs[:MAX_FILES]
+def partition_dirs(bundle: Path) -> list[Path]:
+    """Every partition directory of every node of the bundle that holds a segment."""
+    return sorted({p.parent for p in bundle.glob("nodes/*/logs/*/*.log")})
 
 
-DIRS = partition_dirs()
+@pytest.mark.kafka
+@pytest.mark.parametrize("version, name", bundle_params())
+def test_kafka_written_indexes_and_snapshots(kafka_bundle, version, name):
+    bundle = Path(kafka_bundle(name, version))
+    dirs = partition_dirs(bundle)
+    assert dirs, f"{bundle}: no partition directory"
+    check_each(dirs, check_indexes_and_snapshots)
+    if name == "consumer_lag":  # the transactional producer aborts every third transaction
+        assert list(bundle.glob("nodes/*/logs/txn-orders-*/*.txnindex")), "no aborted-transaction index"
 
 
-@pytest.mark.skipif(not DIRS, reason=f"no Kafka-written log directories under {ROOT}")
-@pytest.mark.parametrize("directory", DIRS, ids=[str(d.relative_to(ROOT)) for d in DIRS] or None)
-def test_kafka_written_indexes_and_snapshots(directory):
-    from workbench.formats.index import read_offset_index, read_producer_snapshot, read_time_index
+def check_indexes_and_snapshots(directory: Path) -> None:
+    from workbench.formats.index import read_offset_index, read_producer_snapshot, read_time_index, read_txn_index
     from workbench.formats.segment import parse_segment_name
 
     all_batches: list[Batch] = []
@@ -196,6 +192,7 @@ def test_kafka_written_indexes_and_snapshots(directory):
         assert parsed is not None and parsed[1] == "log"
         base = parsed[0]
         batches = list(read_segment(seg, strict=True))
+        start = len(all_batches)
         all_batches.extend(batches)
         by_pos = {b.position: b for b in batches}
         last_offsets = {b.last_offset: b for b in batches}
@@ -214,6 +211,12 @@ def test_kafka_written_indexes_and_snapshots(directory):
             assert log.problems == []
             for ts, offset in entries:
                 assert offset in last_offsets and last_offsets[offset].max_timestamp == ts, (ts, offset)
+        txnindex = seg.with_suffix(".txnindex")
+        if txnindex.exists():
+            log = ProblemLog(str(txnindex))
+            got = [(t.producer_id, t.first_offset, t.last_offset) for t in read_txn_index(str(txnindex), problems=log)]
+            assert log.problems == []
+            assert got == aborted_transactions(all_batches, start), txnindex
     for snap in sorted(directory.glob("*.snapshot")):
         log = ProblemLog(str(snap))
         producers = read_producer_snapshot(str(snap), problems=log)
@@ -226,12 +229,38 @@ def test_kafka_written_indexes_and_snapshots(directory):
                 assert mine[0].producer_epoch == p.producer_epoch and mine[0].last_sequence == p.last_sequence
 
 
+def aborted_transactions(history: list[Batch], start: int) -> list[tuple[int, int, int]]:
+    """(producer id, first offset, marker offset) of every transaction aborted by a marker in
+    ``history[start:]`` (one segment), read from the log itself: the first offset is that of
+    the producer's first transactional batch after its previous marker. ``history`` holds the
+    partition's batches in offset order up to the end of that segment."""
+    from workbench.formats.control import decode_control_record
+
+    first: dict[int, int] = {}
+    out = []
+    for i, b in enumerate(history):
+        if b.is_control:
+            for r in b.records():
+                if decode_control_record(r.key, r.value).type == 0 and i >= start and b.producer_id in first:
+                    out.append((b.producer_id, first[b.producer_id], r.offset))
+            first.pop(b.producer_id, None)
+        elif b.is_transactional:
+            first.setdefault(b.producer_id, b.base_offset)
+    return out
+
+
 FRAMING_PREFIX = {"snappy": 16, "lz4": 7, "zstd": 5}  # Xerial header; LZ4 magic+FLG+BD+HC; zstd magic+FHD
 
 
-@pytest.mark.skipif(not FILES, reason=f"no Kafka-written segments under {ROOT}")
-@pytest.mark.parametrize("data", [d for d, _ in FILES], ids=[str(d.relative_to(ROOT)) for d, _ in FILES] or None)
-def test_encoder_reproduces_kafka_written_batches(data):
+@pytest.mark.kafka
+@pytest.mark.parametrize("version, name", bundle_params())
+def test_encoder_reproduces_kafka_written_batches(kafka_bundle, version, name):
+    bundle = Path(kafka_bundle(name, version))
+    segments = sorted(bundle / e["file"] for e in dump_entries(bundle))
+    check_each(segments, reencode)
+
+
+def reencode(data: Path) -> None:
     """Re-encode every v2 batch from its decoded records and header fields.
 
     Uncompressed and gzip batches come out byte-identical. For snappy, lz4 and zstd the

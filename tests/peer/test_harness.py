@@ -12,7 +12,7 @@ from peer.bundle import BundleWriter, dump_flags
 from peer.cluster import Cluster, cluster_id_for
 from peer.errors import ClusterError, FetchError, PeerError
 from peer.kafka import Kafka, fetch
-from peer.locks import file_lock
+from peer.locks import file_lock, slot_lock
 from peer.scenario import DEFAULT_SETS, SCENARIOS, scenario_hash
 from peer.scenarios.quorum import leader_id
 from workbench.errors import WorkbenchError
@@ -126,6 +126,31 @@ def test_file_lock_times_out_when_held(tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, "-c", code], timeout=30,
                               cwd=Path(__file__).resolve().parents[2])
         assert done.returncode == 3
+
+
+def test_slot_lock_admits_as_many_holders_as_slots(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    base = tmp_path / "builds.lock"
+    code = (
+        "import sys; from pathlib import Path; from peer.locks import slot_lock\n"
+        "try:\n"
+        f"    with slot_lock(Path({str(base)!r}), 2, timeout=1.5) as slot: sys.exit(10 + slot)\n"
+        "except Exception: sys.exit(3)\n"
+    )
+
+    def other() -> int:
+        return subprocess.run([sys.executable, "-c", code], timeout=30,
+                              cwd=Path(__file__).resolve().parents[2]).returncode
+
+    with slot_lock(base, 2, timeout=1) as first:
+        assert first == 0
+        assert other() == 11          # the second slot is free
+        with slot_lock(base, 2, timeout=1) as second:
+            assert second == 1
+            assert other() == 3       # both held: a third waits, then gives up
+    assert other() == 10
 
 
 def test_failed_scenario_leaves_no_complete_marker(tmp_path: Path, monkeypatch) -> None:

@@ -1,12 +1,14 @@
-"""The ``kafka_batches`` source (fast scan) against the careful reader, on real Kafka bundles.
+"""The ``kafka_batches`` source (fast scan) on real Kafka bundles, intact and damaged.
 
-The expected DataFrame is built row by row from :func:`read_batches`, independently of the
-source's column-wise Arrow path; the two are compared whole.
+The expected DataFrame is built row by row from :func:`read_batches` on intact files (whose
+batch lines ``tests/formats/test_segment_kafka.py`` checks against Kafka's own dump),
+independently of the source's column-wise Arrow path; the two are compared whole. For damaged
+files the expected rows and problems are derived from the damage applied to the intact copy,
+never from the careful reader the fast scan hands damaged batches to.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -16,7 +18,9 @@ from pyspark.testing import assertDataFrameEqual
 import workbench
 from workbench.formats.batch import read_batches
 from workbench.formats.problems import ProblemLog
-from workbench.spark.sources import BATCHES_SCHEMA, MAX_TIMESTAMP_MS
+from workbench.spark.batches import BATCHES_SCHEMA
+from workbench.spark.registry import read_table, table_spec
+from workbench.spark.source import MAX_TIMESTAMP_MS
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -27,11 +31,27 @@ def stamp(ms: int):
     return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms) if 0 <= ms <= MAX_TIMESTAMP_MS else None
 
 
-def expected(spark, bundle, *, verify: bool = True):
-    """The batches table and its problems, built with the careful reader, row by row."""
+def expected(spark, bundle, *, verify: bool = True, damage=None):
+    """The batches table and its problems, row by row: the careful reader on intact files; for a
+    damaged file (``damage``: path -> (intact copy, function of the intact rows and problems)),
+    the intact copy's rows changed as the damage changes them."""
     rows, problems = [], []
     for a in bundle.of_kind("segment", "snapshot", "bootstrap"):
         path = str(bundle.root / a.path)
+        if damage and path in damage:
+            intact, change = damage[path]
+            file_rows = []
+            with open(intact, "rb") as f:
+                for b in read_batches(f, path, problems=ProblemLog(path, strict=True)):
+                    file_rows.append((a.node_id, path, a.topic, a.partition, a.base_offset, b.position,
+                                      b.base_offset, b.last_offset, b.record_count, b.size, b.magic, b.compression,
+                                      b.timestamp_type, stamp(b.base_timestamp), stamp(b.max_timestamp),
+                                      b.producer_id, b.producer_epoch, b.base_sequence, b.is_transactional,
+                                      b.is_control, b.partition_leader_epoch, b.crc_valid if verify else None))
+            file_rows, file_problems = change(file_rows)
+            rows += file_rows
+            problems += [(a.node_id, path, pos, kind) for pos, kind in file_problems]
+            continue
         log = ProblemLog(path)
         with open(path, "rb") as f:
             for b in read_batches(f, path, problems=log):
@@ -40,9 +60,9 @@ def expected(spark, bundle, *, verify: bool = True):
                              stamp(b.base_timestamp), stamp(b.max_timestamp), b.producer_id, b.producer_epoch,
                              b.base_sequence, b.is_transactional, b.is_control, b.partition_leader_epoch,
                              b.crc_valid if verify else None))
-        problems += [(a.node_id, p.path, p.position, p.kind, p.detail) for p in log.problems]
+        problems += [(a.node_id, p.path, p.position, p.kind) for p in log.problems]
     return (spark.createDataFrame(rows, BATCHES_SCHEMA),
-            spark.createDataFrame(problems, "node_id int, path string, position long, kind string, detail string"))
+            spark.createDataFrame(problems, "node_id int, path string, position long, kind string"))
 
 
 def test_batches_table_equals_the_careful_reader_on_real_kafka(spark, kafka_bundle):
@@ -57,30 +77,49 @@ def test_batches_table_equals_the_careful_reader_on_real_kafka(spark, kafka_bund
 
 
 def test_damaged_segments_and_split_reading(spark, kafka_bundle, tmp_path):
-    """A damaged copy of a real bundle, read in 64 KiB splits: same rows, same problems."""
+    """A damaged copy of a real bundle, read in 64 KiB splits: the intact rows, less what the
+    damage destroyed, and one problem per damaged stretch, where the damage is."""
     src = Path(kafka_bundle("consumer_lag"))
     root = tmp_path / "bundle"
     shutil.copytree(src / "nodes", root / "nodes")
+    intact_dir = tmp_path / "intact"
+    intact_dir.mkdir()
     segs = sorted((p for p in root.glob("nodes/*/logs/lag-*-0/00000000000000000000.log") if p.stat().st_size > 4096),
                   key=lambda p: p.stat().st_size)
     assert len(segs) >= 3
+    damage = {}
     for n, seg in enumerate(segs[:3]):
+        intact = intact_dir / f"{n}.log"
+        shutil.copyfile(seg, intact)
         data = bytearray(seg.read_bytes())
-        batches = list(read_batches(open(seg, "rb"), str(seg)))
-        mid = batches[len(batches) // 2]
+        batches = list(read_batches(open(seg, "rb"), str(seg), problems=ProblemLog(str(seg), strict=True)))
+        k = len(batches) // 2
+        mid = batches[k]
         if n == 0:
-            data[mid.position + 70] ^= 0x10  # a CRC mismatch
+            data[mid.position + 70] ^= 0x10  # a flipped bit inside the CRC's coverage
+
+            def change(rows, k=k, at=mid.position):
+                rows = list(rows)
+                rows[k] = (*rows[k][:-1], False)  # the batch is kept, its CRC does not match
+                return rows, [(at, "crc_mismatch")]
         elif n == 1:
             data[mid.position : mid.position + 61] = bytes(61)  # a zeroed header
+
+            def change(rows, k=k, at=mid.position):
+                # 61 zero bytes, then the rest of that batch unreadable; the next batch reads
+                return rows[:k] + rows[k + 1 :], [(at, "zero_fill"), (at + 61, "garbage")]
         else:
-            del data[mid.position + 40 :]  # truncated
+            del data[mid.position + 40 :]  # truncated inside a batch header
+
+            def change(rows, k=k, at=mid.position):
+                return rows[:k], [(at, "truncated")]
         seg.write_bytes(bytes(data))
+        damage[str(seg)] = (intact, change)
     bundle = workbench.open_bundle(root)
-    want, want_problems = expected(spark, bundle)
-    files = json.dumps([{"path": str(bundle.root / a.path), "node_id": a.node_id, "kind": a.kind,
-                         "base_offset": a.base_offset, "topic": a.topic, "partition": a.partition}
-                        for a in bundle.of_kind("segment", "snapshot", "bootstrap")])
-    reader = spark.read.format("kafka_batches").option("files", files).option("split_bytes", str(64 << 10))
-    assertDataFrameEqual(reader.load(), want)
-    assertDataFrameEqual(reader.option("emit", "problems").load(), want_problems)
-    assert want_problems.count() >= 3
+    want, want_problems = expected(spark, bundle, damage=damage)
+    got = read_table(spark, bundle, table_spec("batches"), bundle.of_kind("segment", "snapshot", "bootstrap"),
+                     split_bytes=64 << 10)
+    assertDataFrameEqual(got.rows, want)
+    assertDataFrameEqual(got.problems.select("node_id", "path", "position", "kind"), want_problems)
+    assert got.problems.filter("detail is null or detail = ''").count() == 0
+    assert want_problems.count() == 4

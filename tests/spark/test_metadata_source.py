@@ -21,11 +21,11 @@ def ms(seconds: float) -> int:
     return int(at(seconds).timestamp() * 1000)
 
 
-def write_node(root: Path, node: int) -> tuple[Path, MetadataLogWriter]:
+def write_node(root: Path, node: int, cluster: str = "c") -> tuple[Path, MetadataLogWriter]:
     logs = root / "nodes" / str(node) / "logs"
     seg_dir = logs / "__cluster_metadata-0"
     seg_dir.mkdir(parents=True)
-    (logs / "meta.properties").write_text(f"#\nnode.id={node}\nversion=1\ncluster.id=c\n")
+    (logs / "meta.properties").write_text(f"#\nnode.id={node}\nversion=1\ncluster.id={cluster}\n")
     w = MetadataLogWriter()
     w.append_control("LEADER_CHANGE", {"leaderId": 1, "voters": [{"voterId": 1}], "grantingVoters": []},
                      timestamp=ms(0), epoch=1)
@@ -59,31 +59,56 @@ def test_reads_every_record_of_every_replica(spark, tmp_path):
         "node_id int, offset long, timestamp timestamp, leader_epoch int, is_control boolean, record_type string, "
         "crc_valid boolean")
     assertDataFrameEqual(got, want)
-    change = tables.metadata.where("record_type = 'PartitionChangeRecord' and node_id = 1").first()
+    typed = tables.metadata.where("node_id = 1 and record_type in ('TopicRecord', 'PartitionRecord', "
+                                  "'PartitionChangeRecord', 'FeatureLevelRecord')").select(
+        "offset", "topic_id", "topic", "partition", "leader", "isr", "replicas", "adding", "removing", "elr",
+        "partition_epoch", "record_leader_epoch", "leader_recovery_state", "feature_name", "feature_level", "fields")
+    assertDataFrameEqual(typed, spark.createDataFrame(
+        [(1, None, None, None, None, None, None, None, None, None, None, None, None, "metadata.version", 25, None),
+         (2, TOPIC_ID, "orders", None, None, None, None, None, None, None, None, None, None, None, None, None),
+         (3, TOPIC_ID, None, 0, 1, [1, 2, 3], [1, 2, 3], [], [], None, 0, 0, 0, None, None, None),
+         (10, TOPIC_ID, None, 0, -2, [1, 3], None, None, None, None, None, None, None, None, None, None)],
+        "offset long, topic_id string, topic string, partition int, leader int, isr array<int>, "
+        "replicas array<int>, adding array<int>, removing array<int>, elr array<int>, partition_epoch int, "
+        "record_leader_epoch int, leader_recovery_state int, feature_name string, feature_level int, "
+        "fields string"))
+    assert tables.problems.count() == 0
+
+
+def test_fields_json_when_asked_for(spark, tmp_path):
+    write_node(tmp_path, 1)
+    tables = workbench.load(workbench.open_bundle(tmp_path), spark, fields=True)
+    change = tables.metadata.where("record_type = 'PartitionChangeRecord'").first()
     assert change.fields == ('{"partitionId":0,"topicId":"dJmQ0ZqiSm2vl8Vc8m3mTw","isr":[1,3],"leader":-2,'
                              '"replicas":null,"removingReplicas":null,"addingReplicas":null,"leaderRecoveryState":-1,'
                              '"directories":null,"eligibleLeaderReplicas":null,"lastKnownElr":null}')
-    assert tables.problems.count() == 0
+    assert change.isr == [1, 3] and change.replicas is None
+    noop = tables.metadata.where("record_type = 'NoOpRecord'").first()
+    assert noop.fields == "{}"
+    leader_change = tables.metadata.where("is_control").first()
+    assert leader_change.fields.startswith('{"version":0,"leaderId":1,')
 
 
 def test_damaged_segment_loses_only_the_damaged_bytes(spark, tmp_path):
     path, w = write_node(tmp_path, 1)
     data = bytearray(path.read_bytes())
     corrupt = w.positions[5]                        # the NoOp batch of offset 6: flip a bit in its record
-    data[corrupt + 61 + 2] ^= 0x40
+    data[corrupt + 61 + 2] ^= 0x40                  # its timestamp delta varint: 0 -> 0x40, i.e. +32 ms
     last = w.positions[-1]
     del data[last + 30:]                            # the last batch is cut short
     path.write_bytes(bytes(data))
 
     tables = workbench.load(workbench.open_bundle(tmp_path), spark)
-    got = tables.metadata.select("offset", "record_type", "crc_valid")
-    want = [(0, "LEADER_CHANGE", True), (1, "FeatureLevelRecord", True), (2, "TopicRecord", True),
-            (3, "PartitionRecord", True)]
-    want += [(offset, "NoOpRecord", offset != 6) for offset in range(4, 10)]
-    want += [(10, "PartitionChangeRecord", True)]
-    rows = got.collect()
-    kept = [(r.offset, r.record_type if r.crc_valid else "NoOpRecord", r.crc_valid) for r in rows]
-    assert sorted(kept) == sorted(want)
+    got = tables.metadata.select("offset", "record_type", "crc_valid", "timestamp")
+    # what the damage leaves: every record but the cut-off last one; the flipped one still
+    # decodes (a NoOp record), 32 ms later, in a batch whose CRC no longer matches
+    want = [(0, "LEADER_CHANGE", True, at(0)), (1, "FeatureLevelRecord", True, at(0)),
+            (2, "TopicRecord", True, at(1)), (3, "PartitionRecord", True, at(1))]
+    want += [(offset, "NoOpRecord", offset != 6, at(offset - 2 + (0.032 if offset == 6 else 0)))
+             for offset in range(4, 10)]
+    want += [(10, "PartitionChangeRecord", True, at(8))]
+    assertDataFrameEqual(got, spark.createDataFrame(
+        want, "offset long, record_type string, crc_valid boolean, timestamp timestamp"))
     problems = tables.problems.select("path", "position", "kind").orderBy("position")
     assertDataFrameEqual(problems, spark.createDataFrame(
         [(str(path), corrupt, "crc_mismatch"), (str(path), last, "truncated")],
@@ -104,6 +129,21 @@ def test_strict_mode_raises(spark, tmp_path):
     with open(path, "rb") as f, pytest.raises(CorruptDataError):
         for batch in read_batches(f, str(path), strict=True):
             batch.records()
+
+
+def test_cluster_id_of_each_node_and_one_ordered_log_per_cluster(spark, tmp_path):
+    """Nodes of two clusters: each row names its node's cluster; each cluster's log is read on its own."""
+    from workbench.analysis.metadata_log import ordered_records
+
+    write_node(tmp_path, 1, "east")
+    write_node(tmp_path, 2, "west")
+    tables = workbench.load(workbench.open_bundle(tmp_path), spark)
+    assertDataFrameEqual(tables.metadata.select("node_id", "cluster_id").distinct(),
+                         spark.createDataFrame([(1, "east"), (2, "west")], "node_id int, cluster_id string"))
+    got = ordered_records(tables.metadata).groupBy("cluster_id", "node_id").count()
+    # each cluster keeps all 12 positions of its own log (one replica each: none taken from the other)
+    assertDataFrameEqual(got, spark.createDataFrame([("east", 1, 12), ("west", 2, 12)],
+                                                    "cluster_id string, node_id int, count long"))
 
 
 def test_batches_table_matches_the_writer(spark, tmp_path):

@@ -2,7 +2,8 @@
 
 Replays ``TopicRecord``, ``PartitionRecord``, ``PartitionChangeRecord``, ``RemoveTopicRecord``
 and ``min.insync.replicas`` ``ConfigRecord``\\ s of the KRaft metadata log into intervals of
-constant visible state per partition, and flags each interval as Kafka's metrics would:
+constant visible state per partition (each cluster of a bundle on its own), and flags each
+interval as Kafka's metrics would:
 
 * ``under_replicated`` — ISR smaller than the assigned replicas (adding replicas excluded);
 * ``under_min_isr`` — ISR smaller than the effective ``min.insync.replicas`` (KIP-164);
@@ -11,13 +12,15 @@ constant visible state per partition, and flags each interval as Kafka's metrics
 
 The effective ``min.insync.replicas`` is resolved as Kafka resolves a topic's config: the topic
 config, else the leader broker's dynamic broker config, else the cluster-wide dynamic default,
-else the static default (``server.properties``, which the metadata log does not hold; 1 unless
-given), and it is re-evaluated at every config change, so a change mid-stream opens a new interval.
+else the static value of the brokers' ``server.properties`` (which the metadata log does not hold:
+:func:`states_for` reads it from the ``configs`` table, a parameter overrides it, 1 when unknown),
+and it is re-evaluated at every config change, so a change mid-stream opens a new interval.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from workbench.analysis._checks import require_columns
 from workbench.analysis.metadata_log import ordered_records
@@ -33,35 +36,43 @@ BROKER_RESOURCE = 4
 STATES_SCHEMA = (
     "topic string, topic_id string, partition int, start timestamp, end timestamp, start_offset long, "
     "leader int, isr array<int>, replicas array<int>, elr array<int>, min_isr int, under_replicated boolean, "
-    "under_min_isr boolean, at_min_isr boolean, offline boolean, state string, end_reason string"
+    "under_min_isr boolean, at_min_isr boolean, offline boolean, state string, end_reason string, cluster_id string"
 )
-_UDF_SCHEMA = STATES_SCHEMA.replace("start timestamp, end timestamp", "start long, end long")
-
-_PARTITION_FIELDS = (
-    "struct<partitionId:int, topicId:string, replicas:array<int>, isr:array<int>, "
-    "removingReplicas:array<int>, addingReplicas:array<int>, leader:int, "
-    "eligibleLeaderReplicas:array<int>>"
-)
-_TOPIC_FIELDS = "struct<name:string, topicId:string>"
-_CONFIG_FIELDS = "struct<resourceType:int, resourceName:string, name:string, value:string>"
+_UDF_SCHEMA = (STATES_SCHEMA.replace("start timestamp, end timestamp", "start long, end long")
+               .replace(", cluster_id string", ""))
+_NEEDED = ("cluster_id", "offset", "timestamp", "is_control", "record_type", "topic_id", "topic", "partition",
+           "leader", "isr",
+           "replicas", "adding", "elr", "config_resource_type", "config_resource_name", "config_name",
+           "config_value")
 
 
-def partition_states(metadata: DataFrame, *, static_min_isr: int = 1) -> DataFrame:
+def partition_states(metadata: DataFrame, *, static_min_isr: int | Mapping[str | None, int] = 1,
+                     compiled: bool = True) -> DataFrame:
     """Intervals of constant state per partition, with the KIP-164 flags.
 
     Parameters
     ----------
     metadata : DataFrame
-        The ``metadata`` table of one cluster (any number of node replicas).
-    static_min_isr : int
-        ``min.insync.replicas`` of the brokers' ``server.properties`` (not in the metadata log).
+        The ``metadata`` table (any number of node replicas, of any number of clusters: each
+        cluster's log, by ``cluster_id``, is replayed on its own); its typed columns
+        (``topic_id, topic, partition, leader, isr, replicas, adding, elr, config_*``) are read.
+    static_min_isr : int or mapping
+        ``min.insync.replicas`` of the brokers' ``server.properties`` (not in the metadata log):
+        one value for every cluster, or a value per cluster id (clusters not named: 1). Topic and
+        dynamic broker configs of the log override it, as in Kafka.
+    compiled : bool
+        Replay each partition with the compiled replay (:mod:`workbench.analysis.isr_kernel`,
+        through :func:`workbench.spark.replay.replay_by_key`), the default. ``False`` runs the
+        reference replay, a Python loop per partition (``applyInPandas``): same rows, many times
+        slower; kept as the oracle the compiled one is tested against.
 
     Returns
     -------
     DataFrame
         Columns ``STATES_SCHEMA``: ``topic, topic_id, partition, start, end, start_offset,
         leader, isr, replicas, elr, min_isr, under_replicated, under_min_isr, at_min_isr,
-        offline, state, end_reason``. ``state`` is the most severe of ``offline``,
+        offline, state, end_reason, cluster_id``; one row per interval of constant state of one
+        partition of one cluster. ``state`` is the most severe of ``offline``,
         ``under_min_isr``, ``at_min_isr``, ``under_replicated``, ``healthy``. ``end`` is the
         time of the next change, of the topic's deletion (``end_reason = "topic_deleted"``) or
         of the last record of the log (``"log_end"``).
@@ -73,48 +84,88 @@ def partition_states(metadata: DataFrame, *, static_min_isr: int = 1) -> DataFra
     """
     from pyspark.sql import functions as F
 
-    if static_min_isr < 1:
-        raise ValueError(f"static_min_isr must be >= 1, got {static_min_isr}")
+    statics = {} if isinstance(static_min_isr, int) else dict(static_min_isr)
+    default_static = static_min_isr if isinstance(static_min_isr, int) else 1
+    for value in (default_static, *statics.values()):
+        if value < 1:
+            raise ValueError(f"static_min_isr must be >= 1, got {value}")
+    require_columns(metadata, _NEEDED, "partition_states")
     records = ordered_records(metadata).where(~F.col("is_control"))
     records = records.withColumn("t_us", F.unix_micros("timestamp"))
-    end = records.agg(F.max("t_us").alias("t")).collect()[0]["t"]
+    # one pass over the log for each cluster's end and the few records every partition needs: topic
+    # names, deletions, min.insync.replicas changes (small enough to ship to every task with the replay)
+    kind = (F.when(F.col("record_type") == "TopicRecord", F.lit("topic"))
+            .when(F.col("record_type") == "RemoveTopicRecord", F.lit("removed"))
+            .when((F.col("record_type") == "ConfigRecord") & (F.col("config_name") == MIN_ISR_CONFIG)
+                  & F.col("config_resource_type").isin(TOPIC_RESOURCE, BROKER_RESOURCE), F.lit("config")))
+    small = F.when(kind.isNotNull(), F.struct(kind.alias("kind"), "offset", "seq", "t_us", "topic_id", "topic",
+                                              "config_resource_type", "config_resource_name", "config_value"))
+    heads = [h for h in records.groupBy("cluster_id").agg(F.max("t_us").alias("end"),
+                                                          F.collect_list(small).alias("small")).collect()
+             if h["end"] is not None]
     spark = metadata.sparkSession
-    if end is None:
+    if not heads:
         return spark.createDataFrame([], STATES_SCHEMA)
+    parts = (records.where(F.col("record_type").isin("PartitionRecord", "PartitionChangeRecord")
+                           & F.col("topic_id").isNotNull() & F.col("partition").isNotNull())
+             .select("cluster_id", "offset", "seq", "t_us", "record_type", "topic_id", "partition", "leader", "isr",
+                     "replicas", "adding", "elr"))
+    out = None
+    for head in sorted(heads, key=lambda h: (h["cluster_id"] is None, h["cluster_id"] or "")):
+        cluster = head["cluster_id"]
+        static = statics.get(cluster, default_static)
+        mine = parts if len(heads) == 1 else parts.where(F.col("cluster_id").eqNullSafe(F.lit(cluster).cast("string")))
+        one = _cluster_states(records, mine.drop("cluster_id"), cluster, head, static, compiled, len(heads) > 1)
+        out = one if out is None else out.unionByName(one)
+    return out
 
-    topics = (records.where(F.col("record_type") == "TopicRecord")
-              .select(F.from_json("fields", _TOPIC_FIELDS).alias("f"))
-              .select(F.col("f.topicId").alias("topic_id"), F.col("f.name").alias("topic")))
-    removed = (records.where(F.col("record_type") == "RemoveTopicRecord")
-               .select(F.get_json_object("fields", "$.topicId").alias("topic_id"),
-                       F.col("t_us").alias("deleted_us"), F.col("offset").alias("deleted_offset")))
-    configs = (records.where(F.col("record_type") == "ConfigRecord")
-               .select("offset", "seq", "t_us", F.from_json("fields", _CONFIG_FIELDS).alias("f"))
-               .where(F.col("f.name") == MIN_ISR_CONFIG)
-               .where(F.col("f.resourceType").isin(TOPIC_RESOURCE, BROKER_RESOURCE))
-               .select("offset", "seq", "t_us", F.col("f.resourceType").alias("rtype"),
-                       F.col("f.resourceName").alias("rname"), F.col("f.value").alias("value")))
-    # min.insync.replicas changes are few (one per topic or broker at most per change): small enough
-    # to ship to every task with the function below.
-    config_events = [tuple(r) for r in configs.orderBy("offset", "seq").collect()]
 
-    parts = (records.where(F.col("record_type").isin("PartitionRecord", "PartitionChangeRecord"))
-             .select("offset", "seq", "t_us", "record_type", F.from_json("fields", _PARTITION_FIELDS).alias("f"))
-             .select("offset", "seq", "t_us", "record_type",
-                     F.col("f.topicId").alias("topic_id"), F.col("f.partitionId").alias("partition"),
-                     F.col("f.leader").alias("leader"), F.col("f.isr").alias("isr"),
-                     F.col("f.replicas").alias("replicas"), F.col("f.addingReplicas").alias("adding"),
-                     F.col("f.eligibleLeaderReplicas").alias("elr"))
-             .join(topics, "topic_id", "left")
-             .join(removed, "topic_id", "left"))
+def _cluster_states(records: DataFrame, parts: DataFrame, cluster: str | None, head: Any, static_min_isr: int,
+                    compiled: bool, several: bool) -> DataFrame:
+    """:func:`partition_states` of one cluster (``head``: its log end and its few topic and config records)."""
+    from pyspark.sql import functions as F
 
-    def replay(pdf: pd.DataFrame) -> pd.DataFrame:
-        return _replay_partition(pdf, config_events, end, static_min_isr)
+    end = head["end"]
+    few = sorted(head["small"], key=lambda r: (r["offset"], r["seq"]))
+    config_events = [(r["offset"], r["seq"], r["t_us"], r["config_resource_type"], r["config_resource_name"],
+                      r["config_value"]) for r in few if r["kind"] == "config"]
+    if compiled:
+        topics = {r["topic_id"]: r["topic"] for r in few if r["kind"] == "topic"}
+        removed = {r["topic_id"]: (r["t_us"], r["offset"]) for r in few if r["kind"] == "removed"}
+        out = _compiled_states(parts, config_events, topics, removed, end, static_min_isr)
+    else:
+        mine = records if not several else records.where(F.col("cluster_id").eqNullSafe(F.lit(cluster).cast("string")))
+        topics_df = mine.where(F.col("record_type") == "TopicRecord").select("topic_id", "topic")
+        removed_df = (mine.where(F.col("record_type") == "RemoveTopicRecord")
+                      .select("topic_id", F.col("t_us").alias("deleted_us"), F.col("offset").alias("deleted_offset")))
+        joined = parts.join(topics_df, "topic_id", "left").join(removed_df, "topic_id", "left")
 
-    out = parts.groupBy("topic_id", "partition").applyInPandas(replay, _UDF_SCHEMA)
+        def replay(pdf: pd.DataFrame) -> pd.DataFrame:
+            return _replay_partition(pdf, config_events, end, static_min_isr)
+
+        out = joined.groupBy("topic_id", "partition").applyInPandas(replay, _UDF_SCHEMA)
     return (out.withColumn("start", F.timestamp_micros("start"))
             .withColumn("end", F.timestamp_micros("end"))
+            .withColumn("cluster_id", F.lit(cluster).cast("string"))
             .select(*[c.split()[0] for c in STATES_SCHEMA.split(", ")]))
+
+
+def _compiled_states(parts: DataFrame, config_events: list[tuple], topics: dict[str, str],
+                     removed: dict[str, tuple[int, int]], log_end_us: int, static_min_isr: int) -> DataFrame:
+    """The partition rows replayed by :class:`~workbench.analysis.isr_kernel.IsrReplay`."""
+    from functools import partial
+
+    from pyspark.sql import functions as F
+
+    from workbench.analysis.isr_kernel import REPLAY_SCHEMA, IsrReplay, TopicInfo, min_isr_configs
+    from workbench.spark.replay import replay_by_key
+
+    rows = parts.select("topic_id", "partition", "offset", "seq", "t_us",
+                        (F.col("record_type") == "PartitionRecord").alias("full"), "leader", "isr", "replicas",
+                        "adding", "elr")
+    configs = min_isr_configs(config_events)
+    factory = partial(IsrReplay, configs, TopicInfo.of(topics, removed, configs), log_end_us, static_min_isr)
+    return replay_by_key(rows, ["topic_id", "partition"], ["offset", "seq"], REPLAY_SCHEMA, factory)
 
 
 def _effective_min_isr(topic_cfg: int | None, broker_cfg: dict[str, int], cluster_cfg: int | None,
@@ -262,7 +313,7 @@ def _replay_partition(pdf: pd.DataFrame, config_events: list[tuple], log_end_us:
     return pd.DataFrame([{k: row[k] for k in columns} for row in rows], columns=columns)
 
 
-def under_min_isr_counts(states: DataFrame) -> DataFrame:
+def under_min_isr_counts(states: DataFrame, *, compiled: bool = True) -> DataFrame:
     """KIP-164 ``UnderMinIsrPartitionCount`` per leader broker, as a step series.
 
     The count of partitions a broker leads whose ISR is smaller than their effective
@@ -273,6 +324,10 @@ def under_min_isr_counts(states: DataFrame) -> DataFrame:
     ----------
     states : DataFrame
         From :func:`partition_states`.
+    compiled : bool
+        Count with a compiled running sum per broker (:class:`~workbench.analysis.isr_kernel.
+        CountsReplay` through :func:`workbench.spark.replay.replay_by_key`), the default; ``False``
+        uses Spark window functions (the reference: same rows).
 
     Returns
     -------
@@ -283,6 +338,8 @@ def under_min_isr_counts(states: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     require_columns(states, ("leader", "start", "end", "under_min_isr", "end_reason"), "under_min_isr_counts")
+    if compiled:
+        return _compiled_counts(states)
     led = states.where(F.col("leader") >= 0)
     flag = F.col("under_min_isr").cast("int")
     opens = led.select(F.col("leader").alias("broker"), F.col("start").alias("time"), flag.alias("delta"))
@@ -301,8 +358,44 @@ def under_min_isr_counts(states: DataFrame) -> DataFrame:
             .select(F.col("broker").cast("int"), "time", F.col("count").cast("int")))
 
 
-def partition_summary(states: DataFrame) -> DataFrame:
+def _compiled_counts(states: DataFrame) -> DataFrame:
+    """Steps of the count per broker (only the under-min-ISR intervals move it), replayed in time order."""
+    from functools import partial
+
+    from pyspark.sql import functions as F
+
+    from workbench.analysis.isr_kernel import COUNTS_SCHEMA, CountsReplay
+    from workbench.spark.replay import replay_by_key
+
+    log_end = states.agg(F.max(F.unix_micros("end")).alias("t")).collect()[0]["t"]
+    spark = states.sparkSession
+    if log_end is None:
+        return spark.createDataFrame([], "broker int, time timestamp, count int")
+    led = states.where(F.col("leader") >= 0).select(F.col("leader").alias("broker"), "start", "end", "under_min_isr",
+                                                    "end_reason")
+    under = led.where(F.col("under_min_isr"))
+    opens = under.select("broker", F.unix_micros("start").alias("time"), F.lit(1).alias("delta"))
+    closes = (under.where(F.col("end_reason") != "log_end")
+              .select("broker", F.unix_micros("end").alias("time"), F.lit(-1).alias("delta")))
+    # a broker's series starts where it first leads a partition, whatever that partition's state
+    first = led.groupBy("broker").agg(F.min(F.unix_micros("start")).alias("time")).select(
+        "broker", "time", F.lit(0).alias("delta"))
+    steps = opens.unionByName(closes).unionByName(first)
+    out = replay_by_key(steps, ["broker"], ["time"], COUNTS_SCHEMA, partial(CountsReplay, log_end))
+    return out.select("broker", F.timestamp_micros("time").alias("time"), "count")
+
+
+def partition_summary(states: DataFrame, *, compiled: bool = True) -> DataFrame:
     """Per partition: time spent in each bad state, first UnderMinIsr, ISR shrinks and expands.
+
+    Parameters
+    ----------
+    states : DataFrame
+        From :func:`partition_states`.
+    compiled : bool
+        Walk each partition's intervals in order with a compiled loop (:class:`~workbench.analysis.
+        isr_kernel.SummaryReplay` through :func:`workbench.spark.replay.replay_by_key`), the
+        default; ``False`` uses Spark window functions (the reference: same rows).
 
     Returns
     -------
@@ -315,6 +408,16 @@ def partition_summary(states: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     require_columns(states, ("topic", "topic_id", "partition", "start", "end", "isr", "min_isr"), "partition_summary")
+    if compiled:
+        from workbench.analysis.isr_kernel import SUMMARY_SCHEMA, SummaryReplay
+        from workbench.spark.replay import replay_by_key
+
+        rows = states.select("topic_id", "partition", "topic", F.unix_micros("start").alias("start"),
+                             F.unix_micros("end").alias("end"), "start_offset", F.size("isr").alias("isr_size"),
+                             "min_isr", "under_min_isr", "under_replicated", "offline")
+        out = replay_by_key(rows, ["topic_id", "partition"], ["start", "start_offset"], SUMMARY_SCHEMA, SummaryReplay)
+        return (out.withColumn("first_under_min_isr", F.timestamp_micros("first_under_min_isr"))
+                .orderBy("topic", "partition"))
     order = Window.partitionBy("topic_id", "partition").orderBy("start", "start_offset")
     seconds = F.unix_micros("end") - F.unix_micros("start")
     sized = (states.withColumn("_secs", seconds / F.lit(1e6))
@@ -336,8 +439,15 @@ def partition_summary(states: DataFrame) -> DataFrame:
     ).drop("topic_id").orderBy("topic", "partition"))
 
 
+#: The normalised ``metrics`` name of ``kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount``.
+REPORTED_NAME = "kafka_server_replicamanager_underminisrpartitioncount"
+
+
 def reported_under_min_isr(metrics: DataFrame) -> DataFrame:
     """Kafka's own ``UnderMinIsrPartitionCount`` samples from a bundle's metric exports.
+
+    Selected by the normalised ``name`` (:data:`REPORTED_NAME`), so JmxTool CSV and Prometheus
+    text or API exports alike.
 
     Shown beside :func:`under_min_isr_counts`, it lets a reader check the computed series
     against what each broker reported (when its JMX or Prometheus export was collected).
@@ -349,7 +459,213 @@ def reported_under_min_isr(metrics: DataFrame) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    require_columns(metrics, ("node_id", "metric", "attribute", "timestamp", "value"), "reported_under_min_isr")
-    return (metrics.where((F.col("metric") == "UnderMinIsrPartitionCount") & (F.col("attribute") == "Value"))
+    require_columns(metrics, ("node_id", "name", "timestamp", "value"), "reported_under_min_isr")
+    return (metrics.where(F.col("name") == REPORTED_NAME)
             .select(F.col("node_id").cast("int").alias("broker"), F.col("timestamp").alias("time"),
                     F.col("value").cast("int").alias("count")))
+
+
+#: Partition states, most severe first (``state`` of :func:`partition_states`).
+STATES: tuple[str, ...] = ("offline", "under_min_isr", "at_min_isr", "under_replicated", "healthy")
+
+#: The per-partition summary columns worth ordering by, worst first.
+_SUMMARY_SECONDS = ("offline_seconds", "under_min_isr_seconds", "under_replicated_seconds")
+
+
+def notable_partitions(summary: DataFrame) -> DataFrame:
+    """The partitions of :func:`partition_summary` worth reading, worst first.
+
+    Partitions never offline, under min ISR or under-replicated, whose ISR never shrank, are left
+    out; the rest are ordered by offline, under-min-ISR and under-replicated seconds, then ISR
+    shrinks, then topic and partition. Seconds are rounded to milliseconds.
+    """
+    from pyspark.sql import functions as F
+
+    require_columns(summary, ("topic", "partition", *_SUMMARY_SECONDS, "isr_shrinks"), "notable_partitions")
+    rounded = summary
+    for c in _SUMMARY_SECONDS:
+        rounded = rounded.withColumn(c, F.round(F.coalesce(F.col(c), F.lit(0.0)), 3))
+    notable = sum((F.col(c) for c in _SUMMARY_SECONDS), F.lit(0.0)) > 0
+    return (rounded.where(notable | (F.coalesce(F.col("isr_shrinks"), F.lit(0)) > 0))
+            .orderBy(*[F.col(c).desc() for c in _SUMMARY_SECONDS], F.col("isr_shrinks").desc(), "topic", "partition"))
+
+
+def episodes(states: DataFrame, flag: str) -> DataFrame:
+    """Maximal runs of consecutive state intervals of one partition during which ``flag`` held.
+
+    Parameters
+    ----------
+    states : DataFrame
+        From :func:`partition_states`.
+    flag : str
+        A boolean column of it: ``under_min_isr``, ``offline``, ``under_replicated``, ``at_min_isr``.
+
+    Returns
+    -------
+    DataFrame
+        One row per episode: ``topic, topic_id, partition, start, end, seconds, min_isr, smallest_isr,
+        leaders`` (the distinct leaders seen, -1 for none), ``open`` (still so at the end of the log).
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    require_columns(states, ("topic", "topic_id", "partition", "start", "end", flag, "isr", "leader", "end_reason"),
+                    "episodes")
+    order = Window.partitionBy("topic_id", "partition").orderBy("start", "start_offset")
+    flagged = (states.withColumn("_on", F.col(flag).cast("boolean"))
+               .withColumn("_begin", F.col("_on") & ~F.coalesce(F.lag("_on").over(order), F.lit(False)))
+               .withColumn("_run", F.sum(F.col("_begin").cast("int")).over(
+                   order.rowsBetween(Window.unboundedPreceding, 0)))
+               .where("_on"))
+    return (flagged.groupBy("topic", "topic_id", "partition", "_run").agg(
+        F.min("start").alias("start"), F.max("end").alias("end"),
+        F.max("min_isr").alias("min_isr"), F.min(F.size("isr")).alias("smallest_isr"),
+        F.array_sort(F.collect_set("leader")).alias("leaders"),
+        F.max(F.col("end_reason") == "log_end").alias("open"))
+        .withColumn("seconds", (F.unix_micros("end") - F.unix_micros("start")) / F.lit(1e6))
+        .select("topic", "topic_id", "partition", "start", "end", "seconds", "min_isr", "smallest_isr", "leaders",
+                "open"))
+
+
+def findings(states: DataFrame, *, flap_threshold: int = 3) -> DataFrame:
+    """ISR findings: offline and under-min-ISR episodes, and partitions whose ISR flapped.
+
+    * ``offline`` (critical): the partition had no leader, from start to end;
+    * ``under_min_isr`` (critical): its ISR was smaller than ``min.insync.replicas``: producers
+      with ``acks=all`` were refused;
+    * ``isr_flapping`` (warning): its ISR shrank at least ``flap_threshold`` times; start and end
+      span the changes.
+
+    Returns
+    -------
+    DataFrame
+        Rows of :data:`workbench.analysis.findings.FINDINGS_SCHEMA` (area ``isr``, subject type
+        ``partition``, subject ``topic-partition``).
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from workbench.analysis.findings import FINDINGS_COLUMNS
+
+    if flap_threshold < 1:
+        raise ValueError(f"flap_threshold must be >= 1, got {flap_threshold}")
+    subject = F.concat(F.coalesce(F.col("topic"), F.col("topic_id")), F.lit("-"), F.col("partition").cast("string"))
+    when_text = F.concat(F.lit(" starting "), F.date_format("start", "yyyy-MM-dd HH:mm:ss"), F.lit(" UTC"),
+                         F.when(F.col("open"), F.lit(" (still so at the end of the log)")).otherwise(F.lit("")))
+    name = F.concat(F.lit("topic "), F.coalesce(F.col("topic"), F.col("topic_id")), F.lit(" partition "),
+                    F.col("partition").cast("string"))
+    offline = episodes(states, "offline").select(
+        F.lit("offline").alias("kind"), F.lit("critical").alias("severity"), subject.alias("subject"), "start", "end",
+        F.concat(name, F.lit(" was offline for "), F.format_string("%.1f", "seconds"), F.lit(" s"), when_text)
+        .alias("summary"),
+        F.create_map(F.lit("seconds"), F.col("seconds")).alias("figures"))
+    under = episodes(states, "under_min_isr").select(
+        F.lit("under_min_isr").alias("kind"), F.lit("critical").alias("severity"), subject.alias("subject"),
+        "start", "end",
+        F.concat(name, F.lit(" was under min ISR ("), F.col("min_isr").cast("string"), F.lit(") for "),
+                 F.format_string("%.1f", "seconds"), F.lit(" s"), when_text).alias("summary"),
+        F.create_map(F.lit("seconds"), F.col("seconds"), F.lit("min_isr"), F.col("min_isr").cast("double"),
+                     F.lit("smallest_isr"), F.col("smallest_isr").cast("double")).alias("figures"))
+    order = Window.partitionBy("topic_id", "partition").orderBy("start", "start_offset")
+    changes = (states.withColumn("_prev", F.lag(F.size("isr")).over(order))
+               .withColumn("_shrink", F.size("isr") < F.col("_prev"))
+               .withColumn("_expand", F.size("isr") > F.col("_prev")))
+    flaps = (changes.where(F.col("_shrink") | F.col("_expand"))
+             .groupBy("topic", "topic_id", "partition").agg(
+                 F.sum(F.col("_shrink").cast("int")).alias("shrinks"),
+                 F.sum(F.col("_expand").cast("int")).alias("expands"),
+                 F.min("start").alias("start"), F.max("start").alias("end"))
+             .where(F.col("shrinks") >= flap_threshold)
+             .select(F.lit("isr_flapping").alias("kind"), F.lit("warning").alias("severity"), subject.alias("subject"),
+                     "start", "end",
+                     F.concat(F.lit("ISR of "), name, F.lit(" shrank "), F.col("shrinks").cast("string"),
+                              F.lit(" times and expanded "), F.col("expands").cast("string"),
+                              F.lit(" times (flapping)")).alias("summary"),
+                     F.create_map(F.lit("shrinks"), F.col("shrinks").cast("double"), F.lit("expands"),
+                                  F.col("expands").cast("double")).alias("figures")))
+    out = offline.unionByName(under).unionByName(flaps)
+    return (out.withColumn("area", F.lit("isr")).withColumn("subject_type", F.lit("partition"))
+            .select(*FINDINGS_COLUMNS))
+
+
+def static_min_isr(tables: Any, params: Mapping[str, Any]) -> int | dict[str | None, int]:
+    """The static ``min.insync.replicas`` the replay starts from.
+
+    The ``min_insync_replicas`` parameter when above 0 (for every cluster), else per cluster the
+    value the brokers' ``server.properties`` set (:func:`configured_min_isr`).
+    """
+    given = int(params.get("min_insync_replicas") or 0)
+    return given if given > 0 else configured_min_isr(tables)
+
+
+def configured_min_isr(tables: Any) -> dict[str | None, int]:
+    """Per cluster id, the static ``min.insync.replicas`` of its brokers' ``server.properties``.
+
+    Read with :func:`workbench.spark.configs.static_config`. A broker is a node whose
+    ``process.roles`` names ``broker`` (or that has no ``process.roles``: ZooKeeper mode); a
+    broker whose file does not set the setting has Kafka's default, 1; a value that is not a
+    positive integer counts as not set. Where a cluster's brokers disagree the smallest value is
+    taken (Kafka applies the leader's own; the replay has one static value per cluster). Clusters
+    without any properties file are absent (:func:`partition_states` then uses 1).
+
+    Examples
+    --------
+    >>> configured_min_isr(tables)                                    # doctest: +SKIP
+    {'MkU3OEVBNTcwNTJENDM2Qg': 2}
+    """
+    from workbench.spark.configs import static_config
+
+    clusters = tables.bundle.node_clusters() if hasattr(tables, "bundle") else {}
+    roles = {r["node_id"]: r["value"] for r in static_config(tables, "process.roles").collect()}
+    values = {r["node_id"]: r["value"] for r in static_config(tables, MIN_ISR_CONFIG).collect()}
+    out: dict[str | None, int] = {}
+    for node in sorted(set(roles) | set(values)):
+        role = roles.get(node)
+        if role is not None and "broker" not in {x.strip() for x in role.split(",")}:
+            continue
+        value = _config_int(values.get(node))
+        value = value if value is not None and value >= 1 else 1
+        cluster = clusters.get(node)
+        out[cluster] = min(out.get(cluster, value), value)
+    return out
+
+
+def states_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
+    """:func:`partition_states` of a bundle's ``metadata`` table, computed once per bundle and static min ISR."""
+    static = static_min_isr(tables, params)
+    key = static if isinstance(static, int) else sorted(static.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))
+    return tables.derive(f"isr.partition_states:{key}",
+                         lambda: partition_states(tables.metadata, static_min_isr=static))
+
+
+def _area_findings(tables: Any, params: Mapping[str, Any]) -> DataFrame:
+    return findings(states_for(tables, params), flap_threshold=int(params.get("isr_flap_threshold") or 3))
+
+
+def _view_frames(tables: Any, params: Mapping[str, Any]) -> dict[str, DataFrame]:
+    states = states_for(tables, params)
+    return {"states": states, "counts": under_min_isr_counts(states)}
+
+
+def _key_figures(tables: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    summary = partition_summary(states_for(tables, params))
+    row = summary.agg(
+        F.count("*").alias("partitions"),
+        F.sum((F.col("under_min_isr_seconds") > 0).cast("int")).alias("partitions_under_min_isr"),
+        F.sum((F.col("offline_seconds") > 0).cast("int")).alias("partitions_offline"),
+        F.sum("under_min_isr_seconds").alias("under_min_isr_partition_seconds"),
+        F.sum("offline_seconds").alias("offline_partition_seconds"),
+    ).collect()[0]
+    return {k: (0 if v is None else v) for k, v in row.asDict().items()}
+
+
+def _register() -> None:
+    from workbench.analysis.findings import register_area
+
+    register_area("isr", title="ISR health (KIP-164)", order=2, findings=_area_findings, tables=("metadata",),
+                  frames=_view_frames, key_figures=_key_figures)
+
+
+_register()

@@ -1,8 +1,8 @@
 """Kafka's dump-tool text (``kafka-dump-log.sh`` / ``DumpLogSegments``), both directions.
 
 * Writing: :func:`write_kafka_dump` (``workbench dump --format kafka``), :func:`dump_lines`
-  and :func:`dump_text` reproduce the tool's stdout for ``.log`` segments and
-  ``.checkpoint`` snapshots byte for byte, per Kafka version and flags
+  and :func:`dump_text` reproduce the tool's stdout for segments, snapshots, indexes and
+  producer snapshots byte for byte, per Kafka version and flags (:func:`parse_kafka_args`)
   (:mod:`workbench.formats.dumptext_write`).
 * Parsing: :func:`parse_kafka_dump` turns dump text of any era (2.x to 4.3) back into batch
   and record rows named like the ``batches`` table (:mod:`workbench.formats.dumptext_parse`).
@@ -24,28 +24,40 @@ from workbench.formats.dumptext_parse import parse_kafka_dump
 from workbench.formats.dumptext_write import (
     DECODERS,
     DEFAULT_KAFKA_VERSION,
+    INT_MAX,
     TOOL_FAILURE,
     DumpOptions,
     KafkaEra,
+    Sink,
     Unterminated,
     dump_lines,
     dump_text,
     java_file_path,
+    java_utf8,
+    options_for,
     options_from_args,
+    parse_kafka_args,
     write_kafka_dump,
+    write_log_dump,
 )
 
 __all__ = [
     "DECODERS",
     "DEFAULT_KAFKA_VERSION",
+    "INT_MAX",
     "TOOL_FAILURE",
     "DumpOptions",
     "KafkaEra",
+    "Sink",
     "Unterminated",
     "dump_lines",
     "dump_text",
     "java_file_path",
+    "java_utf8",
+    "options_for",
     "options_from_args",
+    "parse_kafka_args",
     "parse_kafka_dump",
     "write_kafka_dump",
+    "write_log_dump",
 ]

@@ -459,7 +459,8 @@ def _record_row_slow(line: str) -> dict | None:
             return None
         row["header_keys"], rest = split
     else:
-        lg = _LEGACY_30.match(rest) if form == "3.0" else _LEGACY_22.match(rest) if form == "2.2" else None
+        # 2.8 repeats a legacy record's crc and isvalid after the batch part, in the 2.2 form
+        lg = _LEGACY_30.match(rest) if form == "3.0" else _LEGACY_22.match(rest) if form in ("2.2", "2.8") else None
         if lg is not None:
             if form == "3.0":
                 row["crc_valid"], row["crc"] = _BOOL[lg[1]], int(lg[2])

@@ -50,6 +50,7 @@ __all__ = [
     "parse_partition_metadata",
     "parse_quorum_state",
     "parse_snapshot_name",
+    "read_properties_file",
     "snapshot_file_name",
 ]
 
@@ -134,6 +135,48 @@ def parse_java_properties(text: str) -> dict[str, str]:
             rest = rest[1:].lstrip(" \t\f")
         props[_unescape(key)] = _unescape(rest)
     return props
+
+
+def read_properties_file(data: bytes, path: str = "", problems: ProblemLog | None = None) -> dict[str, str]:
+    """The properties of a Java ``.properties`` file (``server.properties``), damage reported.
+
+    Text is read as UTF-8; bytes that are not UTF-8 are a ``decode_error`` problem and the file is
+    read as ISO-8859-1 instead (what ``java.util.Properties.load(InputStream)`` does). A line
+    holding control characters (NUL and the like: a binary or overwritten file) is ``garbage``:
+    reported and left out. A file that does not end with a newline may have been cut: its last
+    line is kept and reported (``truncated``). Problem positions are line numbers.
+
+    Examples
+    --------
+    >>> log = ProblemLog("server.properties")
+    >>> read_properties_file(b"node.id=4\\nbad\\x00line=1\\nlog.dirs=/data", "server.properties", log)
+    {'node.id': '4', 'log.dirs': '/data'}
+    >>> [(p.position, p.kind) for p in log.problems]
+    [(2, 'garbage'), (3, 'truncated')]
+    """
+    log = problems if problems is not None else ProblemLog(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        log.report(0, "decode_error", f"byte {exc.start}: not UTF-8 ({exc.reason}); read as ISO-8859-1")
+        text = data.decode("latin-1")
+    lines = text.split("\n")
+    cut = lines[-1] != ""
+    if not cut:
+        lines.pop()
+    kept = []
+    for number, line in enumerate(lines, start=1):
+        if _CONTROL_CHARS.search(line.rstrip("\r")):
+            log.report(number, "garbage", f"line {number}: control characters in a properties file: {line[:120]!r}")
+            continue
+        kept.append(line)
+    if cut and lines and not _CONTROL_CHARS.search(lines[-1]):
+        log.report(len(lines), "truncated", f"line {len(lines)}: the file ends without a newline; "
+                                             f"its last line may be cut: {lines[-1][:120]!r}")
+    return parse_java_properties("\n".join(kept))
+
+
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 
 
 def parse_meta_properties(text: str, path: str = "", strict: bool = False) -> MetaProperties:

@@ -28,8 +28,9 @@ Examples
 from __future__ import annotations
 
 import json
+import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from workbench.errors import ConfigError, CorruptDataError
 from workbench.formats.messages import Field as F
@@ -37,6 +38,7 @@ from workbench.formats.messages import Schema, decode, encode
 
 __all__ = [
     "MirrorRecord",
+    "MirrorTopology",
     "classify_mirror_topic",
     "decode_checkpoint",
     "decode_connect_offset",
@@ -47,6 +49,7 @@ __all__ = [
     "encode_heartbeat",
     "encode_offset_sync",
     "mirror_text",
+    "mirror_topology",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -325,3 +328,88 @@ def classify_mirror_topic(topic: str, separator: str = ".") -> tuple[str, str | 
     if topic.endswith(f"{separator}heartbeats"):
         return "heartbeats", topic[: -len(separator) - len("heartbeats")]
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The replication flows of a MirrorMaker 2 configuration
+
+
+@dataclass(frozen=True)
+class MirrorTopology:
+    """What a MirrorMaker 2 configuration (``mm2.properties``) says about clusters and flows.
+
+    Attributes
+    ----------
+    clusters : tuple of str
+        The aliases of ``clusters``.
+    flows : tuple of (str, str)
+        The enabled replication flows ``(source, target)`` (``A->B.enabled = true``).
+    separator : str
+        ``replication.policy.separator`` (default ``.``).
+    offset_syncs_location : dict of str to str
+        ``offset-syncs.topic.location`` (``source``, the default, or ``target``): under ``""``
+        the global value, under ``"A->B"`` a flow's own.
+    """
+
+    clusters: tuple[str, ...] = ()
+    flows: tuple[tuple[str, str], ...] = ()
+    separator: str = "."
+    offset_syncs_location: dict[str, str] = field(default_factory=dict)
+
+    def location(self, source: str, target: str) -> str:
+        """Where the offset syncs of flow ``source->target`` live: ``source`` or ``target``."""
+        loc = self.offset_syncs_location
+        return loc.get(f"{source}->{target}", loc.get("", "source"))
+
+    def other(self, alias: str, *, alias_is_source: bool) -> str | None:
+        """The other end of the one flow ``alias`` is the source (or target) of, if one can tell.
+
+        An enabled flow decides; with none (or several), a configuration of exactly two
+        clusters names the other one (MirrorMaker 2 runs a heartbeat flow between every pair).
+
+        Examples
+        --------
+        >>> t = mirror_topology({"clusters": "A, B, C", "A->B.enabled": "true", "A->C.enabled": "true"})
+        >>> t.other("B", alias_is_source=False), t.other("A", alias_is_source=True)
+        ('A', None)
+        """
+        ends = [t if alias_is_source else s for s, t in self.flows if (s if alias_is_source else t) == alias]
+        if len(set(ends)) == 1:
+            return ends[0]
+        if len(self.clusters) == 2 and alias in self.clusters and not ends:
+            return self.clusters[1] if self.clusters[0] == alias else self.clusters[0]
+        return None
+
+
+_FLOW_KEY = re.compile(r"^(?P<source>[^>]+)->(?P<target>.+?)\.(?P<name>enabled|offset-syncs\.topic\.location)$")
+
+
+def mirror_topology(properties: dict[str, str]) -> MirrorTopology:
+    """The clusters and flows of a parsed ``mm2.properties``.
+
+    ``properties`` comes from :func:`~workbench.formats.kraft_files.parse_java_properties`.
+
+    Examples
+    --------
+    >>> t = mirror_topology({"clusters": "source, target", "source->target.enabled": "true",
+    ...                      "target->source.enabled": "false"})
+    >>> t.clusters, t.flows, t.location("source", "target")
+    (('source', 'target'), (('source', 'target'),), 'source')
+    """
+    clusters = tuple(c.strip() for c in properties.get("clusters", "").split(",") if c.strip())
+    flows: list[tuple[str, str]] = []
+    locations: dict[str, str] = {}
+    if "offset-syncs.topic.location" in properties:
+        locations[""] = properties["offset-syncs.topic.location"].strip().lower()
+    for key, value in properties.items():
+        m = _FLOW_KEY.match(key)
+        if m is None:
+            continue
+        source, target = m["source"].strip(), m["target"].strip()
+        if m["name"] == "enabled":
+            if value.strip().lower() == "true":
+                flows.append((source, target))
+        else:
+            locations[f"{source}->{target}"] = value.strip().lower()
+    return MirrorTopology(clusters, tuple(flows), properties.get("replication.policy.separator", ".") or ".",
+                          locations)

@@ -6,7 +6,7 @@ In strict mode the same report raises :class:`~workbench.errors.CorruptDataError
 
 Kinds are short stable identifiers (``truncated``, ``crc_mismatch``, ``zero_fill``,
 ``bad_length``, ``unknown_magic``, ``unknown_codec``, ``decompress_error``,
-``record_error``, ``decode_error``, ``garbage``, ``unknown_version``, ...).
+``record_error``, ``decode_error``, ``garbage``, ``unknown_version``, ``out_of_range``, ...).
 """
 
 from __future__ import annotations
@@ -14,6 +14,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from workbench.errors import CorruptDataError
+
+#: The instants a table can hold, in epoch milliseconds: 1970-01-01 to 2262-04-11 23:47:16.854 UTC,
+#: the last instant pandas (``datetime64[ns]``) represents, so that every table converts with
+#: ``toPandas``. A time read from a file outside it loads as null with an ``out_of_range`` problem.
+TIMESTAMP_RANGE_MS = (0, (2**63 - 1) // 1_000_000)
+
+
+def timestamp_in_range(ms: float | int | None) -> bool:
+    """Whether a millisecond time read from a file can enter a table (see :data:`TIMESTAMP_RANGE_MS`).
+
+    Examples
+    --------
+    >>> timestamp_in_range(1_795_000_000_000), timestamp_in_range(2**62), timestamp_in_range(float("inf"))
+    (True, False, False)
+    """
+    return ms is not None and TIMESTAMP_RANGE_MS[0] <= ms <= TIMESTAMP_RANGE_MS[1]
 
 
 @dataclass(frozen=True)

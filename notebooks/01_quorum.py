@@ -1,0 +1,103 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # KRaft quorum health (KIP-835)
+#
+# Did the quorum stop committing, when and for how long; who led each epoch; which controller or
+# broker fell behind the metadata log, by how many offsets and milliseconds, and for how long.
+# Answered from the metadata log replicas, snapshots, `quorum-state`, `kafka-metadata-quorum`
+# captures and whatever KIP-835 and raft gauges were exported.
+
+# %% tags=["parameters"]
+bundle: str = ""  # bundle directory or archive (empty: the demo bundle, a real incident captured from Kafka)
+start: str = ""  # window start, UTC, e.g. 2026-11-21T03:00:00 (empty: the bundle's first record)
+end: str = ""  # window end, UTC (empty: the bundle's last record)
+report: bool = False  # True: static figures for an HTML report; False: interactive widgets
+quorum_stall_multiple: float = 4.0  # a gap between the leader's appends longer than this many idle intervals is a stall
+quorum_idle_ms: int = 0  # metadata.max.idle.interval.ms (0: the controllers' properties, else Kafka's 500 ms)
+
+# %% tags=["setup"]
+import plotly.io as pio
+from IPython.display import HTML, display
+
+from widgets.tables import table_html
+from workbench.investigation import open_investigation
+
+pio.renderers.default = "plotly_mimetype+notebook"
+inv = open_investigation(bundle, params=globals())
+
+# %%
+import html
+
+from widgets import quorum as quorum_view
+from widgets.findings import findings_html
+from workbench.analysis import quorum as quorum_analysis
+from workbench.analysis.findings import ordered_findings
+
+quorum_data = inv.has_data("quorum")
+if not quorum_data:
+    display(HTML("<p>No KRaft metadata in this bundle: quorum health cannot be judged.</p>"))
+
+# %% [markdown]
+# ## Quorum findings
+#
+# Commit stalls, new leaders and nodes left behind, most severe first; and what the bundle lacks.
+
+# %%
+if quorum_data:
+    quorum_result = quorum_analysis.analyse(inv.tables, inv.params)
+    display(HTML(f"<p>{html.escape(quorum_result.writing.reason())}.</p>"))
+    display(HTML(findings_html(ordered_findings(quorum_analysis.findings_for(inv.tables, inv.params)).toPandas(),
+                               empty="The quorum never stalled and no node fell behind.")))
+
+# %% [markdown]
+# ## Quorum offset divergence
+#
+# Each node's lag behind the leader's log, in offsets (top) and milliseconds (bottom), from every
+# source the bundle has (line style: source). Red bands are commit stalls, shading the leader
+# epochs; crosses and circles mark a broker fenced and unfenced. Hover for the exact figures.
+
+# %%
+if quorum_data:
+    offsets_pd = quorum_result.offsets.toPandas()
+    stalls_pd = quorum_result.stalls.toPandas()
+    timeline_pd = quorum_result.timeline.toPandas()
+    fences_pd = quorum_result.fences.toPandas()
+    if inv.report:
+        quorum_view.figure_quorum_divergence(offsets_pd, stalls_pd, timeline_pd, fences_pd, start=start,
+                                             end=end).show()
+    else:
+        display(quorum_view.QuorumDivergence(offsets_pd, stalls_pd, timeline_pd, fences_pd, window=inv.window))
+
+# %% [markdown]
+# ## Leaders and epochs
+#
+# One row per leader epoch: who led, from when, elected by which voters, and which sources say so.
+
+# %%
+if quorum_data:
+    display(HTML(table_html(timeline_pd, limit=200, empty="No leader epoch in the metadata log.")))
+
+# %% [markdown]
+# ## Append cadence per epoch and nodes behind
+#
+# The intervals between the leader's appends (a healthy leader appends a NoOpRecord every idle
+# interval), and every episode during which a node lacked records the leader had appended.
+
+# %%
+if quorum_data:
+    display(HTML(table_html(quorum_result.cadence.toPandas(), limit=200, empty="No append in the metadata log.")))
+    display(HTML(table_html(quorum_result.episodes.toPandas(), limit=200, empty="No node fell behind.")))

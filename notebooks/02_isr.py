@@ -1,0 +1,102 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # ISR health (KIP-164)
+#
+# Which partitions were under-replicated, under or at `min.insync.replicas`, or offline, when,
+# for how long, and which replica flapped: replayed offline from the KRaft metadata log replicas
+# in the bundle, with the brokers' own `UnderMinIsrPartitionCount` beside the computed one.
+
+# %% tags=["parameters"]
+bundle: str = ""  # bundle directory or archive (empty: the demo bundle, a real incident captured from Kafka)
+start: str = ""  # window start, UTC, e.g. 2026-11-21T03:00:00 (empty: the bundle's first record)
+end: str = ""  # window end, UTC (empty: the bundle's last record)
+report: bool = False  # True: static figures for an HTML report; False: interactive widgets
+min_insync_replicas: int = 0  # static min.insync.replicas (0: the brokers' server.properties, else 1)
+topics: str = ""  # comma-separated topics for the ISR timeline (empty: all)
+
+# %% tags=["setup"]
+import plotly.io as pio
+from IPython.display import HTML, display
+
+from widgets.tables import table_html
+from workbench.investigation import open_investigation
+
+pio.renderers.default = "plotly_mimetype+notebook"
+inv = open_investigation(bundle, params=globals())
+
+# %%
+from widgets import isr as isr_view
+from widgets.findings import findings_html
+from workbench.analysis import isr as isr_analysis
+from workbench.analysis.findings import ordered_findings
+
+isr_data = inv.has_data("isr")
+if not isr_data and inv.bundle.metadata_files:
+    n_meta = len(inv.bundle.metadata_files)
+    display(HTML(f"<p>None of the bundle's {n_meta} KRaft metadata log file{'s' if n_meta != 1 else ''} yielded "
+                 "a record (see the problems appendix): partition ISR health cannot be replayed.</p>"))
+elif not isr_data:
+    display(HTML("<p>No KRaft metadata log in this bundle: partition ISR health cannot be replayed.</p>"))
+
+# %% [markdown]
+# ## ISR findings
+#
+# Offline and under-min-ISR episodes and flapping ISRs, most severe first.
+
+# %%
+if isr_data:
+    states = isr_analysis.states_for(inv.tables, inv.params)
+    display(HTML(findings_html(ordered_findings(isr_analysis.findings(states)).toPandas(),
+                               empty="No partition was offline or under min ISR, and no ISR flapped.")))
+
+# %% [markdown]
+# ## ISR timeline
+#
+# One row per topic-partition; bars show when it was offline, under min ISR, at min ISR,
+# under-replicated or healthy. Hover a bar for its leader, ISR, replicas and min ISR.
+
+# %%
+if isr_data:
+    states_pd = states.toPandas()
+    counts_pd = isr_analysis.under_min_isr_counts(states).toPandas()
+    reported_pd = isr_analysis.reported_under_min_isr(inv.tables.metrics).toPandas()
+    if inv.report:
+        isr_view.figure_isr_timeline(states_pd, topics=topics, start=start, end=end).show()
+    else:
+        display(isr_view.IsrTimeline(states_pd, counts_pd, topics=topics, start=start, end=end,
+                                     window=inv.window))
+
+# %% [markdown]
+# ## UnderMinIsrPartitionCount per broker
+#
+# The KIP-164 metric each leader broker would have reported, computed from the metadata log
+# (lines). Where the bundle holds the brokers' own metric exports, their samples are drawn as open
+# circles in the same colour: the two should agree.
+
+# %%
+if isr_data and inv.report:
+    isr_view.figure_under_min_isr(counts_pd, start=start, end=end, reported=reported_pd).show()
+
+# %% [markdown]
+# ## Partitions that were not healthy
+#
+# Over the whole metadata log (not only the window above), worst first.
+
+# %%
+if isr_data:
+    notable_pd = isr_analysis.notable_partitions(isr_analysis.partition_summary(states)).toPandas()
+    display(HTML(table_html(notable_pd, limit=200, empty="Every partition stayed healthy.")))

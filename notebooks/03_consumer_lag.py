@@ -1,0 +1,111 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Consumer lag in records, bytes and time
+#
+# How far behind the log end every consumer group was at every commit it made, in records (what
+# `kafka-consumer-groups --describe` shows), in bytes (the broker metric `ConsumerFetchLagBytes` the
+# seed asked for, never shipped) and in time (`ConsumerFetchLagTimeInMs`): computed from the commits in
+# `__consumer_offsets` and the segments' batch positions and timestamps. Then how much page cache
+# would have served the reads, which groups lost records to retention, whose offsets expired, and
+# Burrow's verdicts over time.
+
+# %% tags=["parameters"]
+bundle: str = ""  # bundle directory or archive (empty: the demo bundle, a real incident captured from Kafka)
+start: str = ""  # window start, UTC, e.g. 2026-11-21T03:00:00 (empty: the bundle's first record)
+end: str = ""  # window end, UTC (empty: the bundle's last record)
+report: bool = False  # True: static figures for an HTML report; False: interactive widgets
+lag_warn_seconds: float = 60.0  # a group whose time lag reaches this is a warning
+lag_instant: str = ""  # UTC instant at which to show every group's lag, as --describe would have (empty: none)
+lag_groups: str = ""  # comma-separated groups for the lag figures (empty: all)
+
+# %% tags=["setup"]
+import plotly.io as pio
+from IPython.display import HTML, display
+
+from widgets.tables import table_html
+from workbench.investigation import open_investigation
+
+pio.renderers.default = "plotly_mimetype+notebook"
+inv = open_investigation(bundle, params=globals())
+
+# %%
+from widgets import consumer_lag as lag_view
+from widgets.findings import findings_html
+from workbench.analysis import consumer_lag as lag_analysis
+from workbench.analysis.findings import areas, ordered_findings
+
+lag_data = inv.has_data("consumer_lag")
+if not lag_data:
+    display(HTML("<p>No <code>__consumer_offsets</code> commits or no data segments in this bundle: "
+                 "consumer lag cannot be computed.</p>"))
+
+# %% [markdown]
+# ## Consumer-lag findings
+#
+# Groups behind the tail (with the page cache that would have served them), records lost to
+# retention, removed (expired) offsets, Burrow's ERR and WARN periods, and what could not be computed.
+
+# %%
+if lag_data:
+    lag_area = areas()["consumer_lag"]
+    display(HTML(findings_html(ordered_findings(lag_area.findings(inv.tables, inv.params)).toPandas(),
+                               empty="No group lagged, lost records or had its offsets removed.")))
+    lag_frames = {k: v.toPandas() for k, v in lag_area.frames(inv.tables, inv.params).items()}
+
+# %% [markdown]
+# ## Lag histograms, page cache and lag over time
+#
+# Commits per power-of-two bucket of byte or time lag (log scale; per leader broker), the share of
+# consumer positions within N bytes of the tail with p50, p90, p99 and p99.9 marked, and the lag at
+# each commit of the worst group-partitions.
+
+# %%
+if lag_data:
+    if inv.report:
+        lag_view.figure_lag_histogram(lag_frames["histogram_bytes"], metric="bytes", groups=lag_groups or None).show()
+        lag_view.figure_lag_histogram(lag_frames["histogram_time"], metric="time", groups=lag_groups or None).show()
+        lag_view.figure_page_cache(lag_frames["cdf"], lag_frames["page_cache"]).show()
+        lag_view.figure_lag_over_time(lag_frames["series"], metric="bytes", groups=lag_groups or None,
+                                      start=start or None, end=end or None).show()
+    else:
+        display(lag_view.ConsumerLagView(lag_frames, window=inv.window))
+elif not inv.report:
+    display(lag_view.ConsumerLagView(lag_view.empty_frames(), window=inv.window))
+
+# %% [markdown]
+# ## Page cache per broker
+#
+# `tail_bytes`: the partition tail within which that share of reads fell; `cache_bytes`: the bytes the
+# broker wrote (all its partitions) between the read data and the read, the page cache that would
+# have held it.
+
+# %%
+if lag_data:
+    display(HTML(table_html(lag_frames["page_cache"], limit=50, empty="No commit with a known byte lag.")))
+    display(HTML(table_html(lag_frames["groups"], limit=200, empty="No commits.")))
+
+# %% [markdown]
+# ## Lag at a chosen instant
+#
+# Every group and partition as `kafka-consumer-groups --describe` would have shown it at `lag_instant`.
+
+# %%
+if lag_data and lag_instant:
+    at_instant = lag_analysis.lag_at(
+        lag_analysis.commits_for(inv.tables), lag_analysis.growth_for(inv.tables), [lag_instant],
+        removed=lag_analysis.removed_offsets(inv.tables.offsets))
+    display(HTML(table_html(at_instant.toPandas(), limit=500, empty="No group had committed by then.")))

@@ -1,0 +1,303 @@
+"""Consumer lag judged by real Kafka: consumer-groups --describe, the dump tool, JMX and get-offsets.
+
+The ``consumer_lag`` scenario (``peer/scenarios/consumer_lag.py``) produces in runs to five topics (one
+per codec) and a topic with a 5 s retention, while groups consume at different speeds; after every run
+each consumer JVM is paused and ``kafka-consumer-groups --describe --all-groups`` is captured, so the
+offsets and log ends it prints hold for the whole capture. The oracles:
+
+* records lag: the ``LOG-END-OFFSET``, ``CURRENT-OFFSET`` and ``LAG`` columns of every capture, every group
+  and partition (the commits strictly before the capture's start);
+* bytes and time lag: Kafka's own dump of every segment (``dumps/…log.txt``, ``kafka-dump-log.sh``):
+  the batch positions, sizes and timestamps it prints, and the segment files' sizes;
+* the log end at past moments: the broker's ``LogEndOffset`` JMX samples (1 s);
+* retention loss: the group's ``CURRENT-OFFSET`` and ``kafka-get-offsets --time -2`` (log start) captured
+  once retention was switched off;
+* expired offsets: the groups the final ``--describe --all-groups`` no longer lists.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import workbench
+from tests.spark.internal_topics import VERSIONS, dump_of, segments, topic_partition
+from workbench.analysis import consumer_lag as cl
+from workbench.formats.dumptext_parse import parse_kafka_dump
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+#: JmxTool stamps a sample when its poll starts, and a batch's CreateTime is the producer's clock, a few
+#: ms before the broker appended it: LogEndOffset samples this close to a change of the log end are not
+#: compared (the production runs leave seconds-long quiet stretches, which are).
+SKEW_MS = 1500
+LAG_TOPICS = ("lag-none", "lag-gzip", "lag-snappy", "lag-lz4", "lag-zstd", "lag-retention")
+#: Committed to through transactions (group ``txn-app``): COMMIT and ABORT markers in the log.
+TXN_TOPIC = "txn-orders"
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def bundle(request, spark, kafka_bundle):
+    path = Path(kafka_bundle("consumer_lag", request.param))
+    tables = workbench.load(workbench.open_bundle(path), spark)
+    return path, json.loads((path / "manifest.json").read_text()), tables
+
+
+@pytest.fixture(scope="module")
+def lags(bundle):
+    _path, _manifest, tables = bundle
+    return cl.lags_for(tables).toPandas()
+
+
+@pytest.fixture(scope="module")
+def dumped(bundle):
+    """Per (topic, partition): Kafka's dump of every batch, in offset order, with each segment's file size."""
+    path, _manifest, _tables = bundle
+    out: dict[tuple[str, int], list[dict]] = defaultdict(list)
+    for seg in segments(path, lambda t: t in (*LAG_TOPICS, TXN_TOPIC)):
+        tp = topic_partition(seg)
+        base = int(seg.stem)
+        for row in parse_kafka_dump(dump_of(path, seg)):
+            assert row["kind"] != "problem", row
+            if row["kind"] == "batch":
+                out[tp].append({**row, "segment": base, "segment_size": seg.stat().st_size})
+    for rows in out.values():
+        rows.sort(key=lambda r: r["base_offset"])
+    return out
+
+
+def test_bundle_reads_without_problems(bundle):
+    *_, tables = bundle
+    assert tables.problems.collect() == []
+
+
+def test_every_codec_and_several_segments_are_covered(lags, dumped):
+    codecs = {b["compression"] for rows in dumped.values() for b in rows}
+    assert codecs == {"none", "gzip", "snappy", "lz4", "zstd"}
+    segs = {tp: len({b["segment"] for b in rows}) for tp, rows in dumped.items()}
+    assert all(n >= 3 for tp, n in segs.items() if tp[0] in LAG_TOPICS[:5]), segs
+    # commits whose committed batch and log end lie in different segments
+    crossing = 0
+    for row in lags.itertuples():
+        rows = dumped.get((row.topic, row.partition), [])
+        held = _holder(rows, row.committed_offset)
+        end = _holder(rows, row.log_end_offset - 1)
+        crossing += held is not None and end is not None and held["segment"] != end["segment"]
+    assert crossing >= 20, crossing
+
+
+def _captures(tables) -> pd.DataFrame:
+    shown = tables.tool_group_offsets.toPandas()
+    return shown[shown.current_offset.notna()]
+
+
+def test_records_lag_equals_kafka_consumer_groups_at_every_capture(bundle):
+    """Whole frame: every (capture, group, topic, partition) the tool printed with an offset, and nothing more."""
+    _path, _manifest, tables = bundle
+    shown = _captures(tables)
+    assert shown.path.nunique() >= 8 and shown.group.nunique() >= 4
+    captures = shown[["path", "captured", "args"]].drop_duplicates("path")
+    instants = tables.spark.createDataFrame(
+        [(r.path, r.captured.to_pydatetime()) for r in captures.itertuples()], "path string, time timestamp")
+    removed = cl.removed_offsets(tables.offsets)
+    got = cl.lag_at(cl.commits_for(tables), cl.growth_for(tables), instants, removed=removed,
+                    log_ends=cl.log_offsets_from_metrics(tables.metrics, "end")).toPandas()
+    # a `--describe --group G` capture describes G only
+    only = {r.path: list(r.args)[list(r.args).index("--group") + 1] for r in captures.itertuples()
+            if "--group" in list(r.args)}
+    got = got[[only.get(p, g) == g for p, g in zip(got.path, got.group, strict=True)]]
+    key = ["path", "group", "topic", "partition"]
+    want = shown[[*key, "current_offset", "log_end_offset", "lag"]].astype(
+        {"partition": int, "current_offset": int, "log_end_offset": int, "lag": int})
+    mine = got.rename(columns={"committed_offset": "current_offset", "records_lag": "lag"})[
+        [*key, "current_offset", "log_end_offset", "lag"]]
+    pd.testing.assert_frame_equal(mine.sort_values(key).reset_index(drop=True),
+                                  want.sort_values(key).reset_index(drop=True), check_dtype=False)
+
+
+def _holder(rows: list[dict], offset: int) -> dict | None:
+    """The dumped batch holding ``offset`` (the first whose last offset is at or after it)."""
+    for b in rows:
+        if b["last_offset"] >= offset:
+            return b
+    return None
+
+
+def _bytes_between(rows: list[dict], start: dict, end: dict) -> int:
+    """Bytes of log from the start of batch ``start`` to the end of batch ``end``, from positions and file sizes."""
+    if start["segment"] == end["segment"]:
+        return end["position"] + end["size"] - start["position"]
+    sizes = {b["segment"]: b["segment_size"] for b in rows}
+    middle = sum(size for seg, size in sizes.items() if start["segment"] < seg < end["segment"])
+    return sizes[start["segment"]] - start["position"] + middle + end["position"] + end["size"]
+
+
+def test_bytes_and_time_lag_equal_kafka_dump_for_every_commit(lags, dumped):
+    """Whole frame over every commit: bytes between the two positions in the dump, and the two timestamps.
+
+    The log end at each commit is the analysis's own (judged against the tool and JMX in the other tests);
+    given it, the bytes and times come from Kafka's dump alone. Where the dump lacks the committed batch
+    (deleted by retention before the bundle was taken), both are unknown.
+    """
+    want, seen_first = [], set()
+    for row in lags.itertuples():
+        rows = dumped.get((row.topic, row.partition), [])
+        if row.committed_offset >= row.log_end_offset:
+            want.append((0, 0))
+            continue
+        held = _holder(rows, row.committed_offset)
+        end = _holder(rows, row.log_end_offset - 1)
+        if held is None or end is None or rows[0]["base_offset"] > row.committed_offset:
+            want.append((None, None))
+            continue
+        seen_first.add(row.topic)
+        newest = max(b["max_timestamp"] for b in rows if b["base_offset"] <= end["base_offset"])
+        want.append((_bytes_between(rows, held, end), newest - held["max_timestamp"]))
+    expected = pd.DataFrame(want, columns=["bytes_lag", "time_lag_ms"], dtype="Int64")
+    got = lags[["bytes_lag", "time_lag_ms"]].astype("Int64")
+    mismatch = (expected.fillna(-1) != got.fillna(-1)).any(axis=1)
+    assert not mismatch.any(), lags[mismatch].assign(want_bytes=expected.bytes_lag[mismatch],
+                                                     want_time=expected.time_lag_ms[mismatch]).head(20).to_string()
+    assert (got.bytes_lag > 0).sum() >= 50 and seen_first >= set(LAG_TOPICS[:5])
+
+
+def test_log_end_at_past_moments_equals_the_brokers_log_end_offset_metric(bundle):
+    _path, _manifest, tables = bundle
+    samples = cl.log_offsets_from_metrics(tables.metrics, "end").toPandas()
+    samples = samples[samples.topic.isin(LAG_TOPICS[:5])]
+    growth = cl.growth_for(tables)
+    changes = growth.select("topic", "partition", "reached").toPandas()
+    change_ms = {k: sorted(int(t.timestamp() * 1000) for t in g.reached)
+                 for k, g in changes.groupby(["topic", "partition"])}
+    quiet = [r for r in samples.itertuples()
+             if all(abs(c - int(r.time.timestamp() * 1000)) > SKEW_MS for c in change_ms[(r.topic, r.partition)])]
+    instants = tables.spark.createDataFrame(
+        [(r.topic, int(r.partition), r.time.to_pydatetime(), int(r.value)) for r in quiet],
+        "topic string, partition int, time timestamp, jmx long")
+    from workbench.analysis.logs import log_end_at
+
+    got = log_end_at(growth, instants).toPandas()
+    got["log_end_offset"] = got.log_end_offset.fillna(0).astype(int)   # before the first batch: 0
+    bad = got[got.log_end_offset != got.jmx]
+    assert bad.empty, bad.head(20).to_string()
+    assert len(got) >= 200 and (got.jmx > 0).sum() >= 100
+
+
+def _tool_text(path: Path, manifest: dict, tool: str, *needles: str) -> list[tuple[dict, str]]:
+    out = []
+    for t in manifest["tools"]:
+        if t["tool"] == tool and all(n in t["args"] for n in needles):
+            out.append((t, (path / t["file"]).read_text()))
+    return out
+
+
+def test_group_behind_retention_is_reported_with_the_records_lost(bundle):
+    """The group read the first run and left; retention then deleted past its offset.
+
+    Its committed offset: the last ``--describe --all-groups`` capture listing it before retention was
+    switched off (it had left: nothing commits for it after). Its offsets expire a minute after it left
+    (``offsets.retention.minutes=1``), so the ``--describe --group`` taken after the switch may no longer
+    find it. The log start: ``kafka-get-offsets --time -2`` once retention was off. The records it never
+    read are the difference.
+    """
+    path, manifest, tables = bundle
+    frozen = next(e["t_ms"] for e in manifest["events"] if e["event"] == "retention_frozen")
+    shown = tables.tool_group_offsets.toPandas()
+    listed = shown[(shown.group == "behind-retention") & shown.current_offset.notna()
+                   & shown.args.map(lambda a: "--all-groups" in a)
+                   & (shown.captured < pd.Timestamp(frozen, unit="ms"))]
+    assert not listed.empty
+    committed = int(listed.sort_values("captured").current_offset.iloc[-1])
+    starts = [(t, text) for t, text in _tool_text(path, manifest, "kafka-get-offsets", "lag-retention", "-2")
+              if t["t_ms"] < frozen]
+    assert starts
+    from workbench.formats.tooltext import parse_get_offsets
+
+    (start,) = [int(p["offset"]) for p in parse_get_offsets(starts[-1][1])]
+    assert start > committed, (start, committed)
+    loss = cl.loss_for(tables).toPandas()
+    # the certain losses, whole frame; a group that kept reading while retention caught up with it may or
+    # may not have read the records first (its rows are upper bounds, never certain)
+    assert set(loss[~loss.exact].kind) <= {"possibly_skipped"}
+    got = loss[loss.exact][["group", "topic", "partition", "committed_offset", "log_start_offset", "records_lost"]]
+    want = pd.DataFrame([("behind-retention", "lag-retention", 0, committed, start, start - committed)],
+                        columns=got.columns)
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want, check_dtype=False)
+    found = cl.findings(cl.lags_for(tables), loss=cl.loss_for(tables)).toPandas()
+    lost = found[(found.kind == "retention_loss") & (found.severity == "critical")]
+    assert list(lost.subject) == ["behind-retention"] and list(lost.severity) == ["critical"]
+    assert lost.figures.iloc[0]["records_lost"] == start - committed
+    assert f"lost {start - committed} records of lag-retention-0" in lost.summary.iloc[0]
+
+
+def test_groups_whose_offsets_expired_are_those_kafka_no_longer_lists(bundle):
+    path, manifest, tables = bundle
+    shown = tables.tool_group_offsets.toPandas()
+    all_groups = shown[shown.args.map(lambda a: "--all-groups" in a) & shown.current_offset.notna()]
+    last = all_groups.captured.max()
+    before = set(all_groups[all_groups.captured < last].group)
+    gone = before - set(all_groups[all_groups.captured == last].group)
+    assert "stopped" in gone
+    partitions = {g: all_groups[all_groups.group == g][["topic", "partition"]].drop_duplicates().shape[0]
+                  for g in gone}
+    removed = cl.removed_groups(cl.commits_for(tables), cl.removed_offsets(tables.offsets)).toPandas()
+    got = removed[removed.all_removed][["group", "partitions", "removed_partitions"]]
+    want = pd.DataFrame([(g, n, n) for g, n in sorted(partitions.items())], columns=got.columns)
+    pd.testing.assert_frame_equal(got.sort_values("group").reset_index(drop=True), want, check_dtype=False)
+
+
+def test_histogram_buckets_hold_every_commit_on_power_of_two_bounds(bundle, lags):
+    _path, _manifest, tables = bundle
+    hist = cl.lag_histogram(cl.lags_for(tables), metric="bytes", by=("broker",)).toPandas()
+    counts: dict[tuple[int, int], int] = defaultdict(int)
+    for broker, value in zip(lags.broker, lags.bytes_lag, strict=True):
+        if pd.isna(value):
+            continue
+        k = -1 if value <= 0 else next(k for k in range(64) if value <= 2 ** k)
+        counts[(int(broker), k)] += 1
+    got = {(int(r.broker), int(r.bucket)): int(r.count) for r in hist.itertuples()}
+    assert got == dict(counts)
+    for r in hist.itertuples():
+        assert (r.lower, r.upper) == ((0.0, 0.0) if r.bucket < 0 else
+                                      (0.0 if r.bucket == 0 else 2.0 ** (r.bucket - 1), 2.0 ** r.bucket))
+
+
+def test_lag_summary_percentiles_follow_yammer(bundle, lags):
+    _path, _manifest, tables = bundle
+    got = cl.lag_summary(cl.lags_for(tables), metric="time", by=()).toPandas().iloc[0]
+    values = sorted(v for v in lags.time_lag_ms if not pd.isna(v))
+    n = len(values)
+    for name, q in cl.YAMMER_PERCENTILES:
+        pos = q * (n + 1)
+        if pos < 1:
+            want = values[0]
+        elif pos >= n:
+            want = values[-1]
+        else:
+            lo = values[int(math.floor(pos)) - 1]
+            hi = values[int(math.floor(pos))]
+            want = lo + (pos - math.floor(pos)) * (hi - lo)
+        assert got[name] == pytest.approx(want), name
+    assert got["count"] == n and got["max"] == values[-1]
+
+
+def test_area_is_registered_with_findings_and_key_figures(bundle):
+    _path, _manifest, tables = bundle
+    from workbench.analysis.findings import areas
+
+    area = areas()["consumer_lag"]
+    assert (area.order, area.title) == (3, "Consumer lag in records, bytes and time")
+    found = area.findings(tables, {}).toPandas()
+    assert {"lag", "retention_loss", "offsets_removed"} <= set(found.kind)
+    slow = found[(found.kind == "lag") & (found.subject == "slow")]
+    assert len(slow) == 1 and "behind the tail on broker 2" in slow.summary.iloc[0]
+    figures = area.key_figures(tables, {})
+    lags = cl.lags_for(tables).toPandas()
+    assert figures["commits"] == len(lags) and figures["max_bytes_lag"] == lags.bytes_lag.max()
+    frames = area.frames(tables, {})
+    assert {"histogram_bytes", "histogram_time", "page_cache", "top_partitions", "series"} <= set(frames)

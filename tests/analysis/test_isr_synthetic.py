@@ -1,0 +1,61 @@
+"""The ISR replay on the synthetic ISR-churn log: Kafka's metadata shell and the reference replay as oracles.
+
+The log is the benchmark's (``benchmarks/synthetic_metadata.py``, our encoder), small: every
+partition's final state in our timeline must equal the image ``kafka-metadata-shell`` builds by
+replaying the same file, and the compiled replay must give the reference replay's frames.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+import workbench
+from benchmarks.synthetic_metadata import write_synthetic_metadata_log
+from workbench.analysis import isr
+
+pytestmark = pytest.mark.spark
+
+
+def synthetic_bundle(root: Path, records: int, **kwargs) -> Path:
+    logs = root / "nodes" / "1" / "logs"
+    segment = logs / "__cluster_metadata-0" / "00000000000000000000.log"
+    write_synthetic_metadata_log(segment, records, seed=7, **kwargs)
+    (logs / "meta.properties").write_text("#\nnode.id=1\nversion=1\ncluster.id=c\n")
+    return segment
+
+
+def final_states(spark, root: Path) -> dict:
+    tables = workbench.load(workbench.open_bundle(root), spark)
+    states = isr.partition_states(tables.metadata).where(F.col("end_reason") == "log_end")
+    return {(r.topic_id, r.partition): {"name": r.topic, "leader": r.leader, "isr": list(r.isr),
+                                        "replicas": list(r.replicas), "elr": list(r.elr or [])}
+            for r in states.collect()}
+
+
+@pytest.mark.kafka
+def test_final_state_of_every_partition_equals_kafka_metadata_shell(spark, tmp_path):
+    from peer.kafka import fetch
+    from peer.metadata_shell import image_partitions
+
+    segment = synthetic_bundle(tmp_path, 20_000)
+    image = image_partitions(fetch(), segment)
+    ours = final_states(spark, tmp_path)
+    theirs = {key: {"name": v["name"], "leader": v["leader"], "isr": v["isr"], "replicas": v["replicas"],
+                    "elr": v["elr"]} for key, v in image.partitions.items()}
+    assert len(theirs) == 10_000
+    assert ours == theirs
+
+
+def test_compiled_replay_equals_reference_replay(spark, tmp_path):
+    synthetic_bundle(tmp_path, 20_000, topics=40, partitions=5)
+    metadata = workbench.load(workbench.open_bundle(tmp_path), spark).metadata
+    compiled = isr.partition_states(metadata)
+    reference = isr.partition_states(metadata, compiled=False)
+    assert compiled.count() > 9_000
+    assertDataFrameEqual(compiled, reference)
+    assertDataFrameEqual(isr.under_min_isr_counts(compiled), isr.under_min_isr_counts(reference, compiled=False))
+    assertDataFrameEqual(isr.partition_summary(compiled), isr.partition_summary(reference, compiled=False))

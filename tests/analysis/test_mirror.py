@@ -1,0 +1,78 @@
+"""MirrorMaker 2 lag on small inline frames, compared as whole frames (values worked out by hand)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+from workbench.analysis import mirror
+from workbench.analysis.findings import areas
+
+pytestmark = pytest.mark.spark
+
+T0 = dt.datetime(2026, 1, 1)
+K = ("A", "B", "t", 0)
+
+
+def at(s: float) -> dt.datetime:
+    return T0 + dt.timedelta(seconds=s)
+
+
+@pytest.fixture(scope="module")
+def frames(spark):
+    # three batches: offsets 0-9, 10-19, 20-29 of 100 bytes each, in the log by 1 s, 5 s, 12 s
+    growth = spark.createDataFrame(
+        [(*K, at(1), 10, 0, 100), (*K, at(5), 20, 100, 200), (*K, at(12), 30, 200, 300)],
+        "source_alias string, target_alias string, topic string, partition int, reached timestamp, "
+        "end_offset long, bytes_before long, bytes_end long")
+    # an offset sync at 3 s (record 4 replicated), a Connect commit at 6 s (record 9 replicated)
+    observations = spark.createDataFrame(
+        [(*K, at(3), "offset_sync", 5, 4, 0), (*K, at(6), "connect_offset", 10, None, 0)],
+        mirror.OBSERVATION_SCHEMA)
+    timeline = mirror.lag_timeline(growth, observations, window_s=10)
+    return timeline, mirror.lag_windows(timeline, window_s=10)
+
+
+def test_timeline(spark, frames):
+    timeline, _ = frames
+    cols = "time timestamp, boundary boolean, log_end_offset long, replicated_end long, lro_source string, " \
+           "lag_records long, lag_bytes long, lag_age_s double"
+    want = spark.createDataFrame([
+        (at(0), True, None, None, None, None, None, None),
+        (at(1), False, 10, None, None, None, None, None),
+        (at(3), False, 10, 5, "offset_sync", 5, 100, 2.0),       # batch 1 waits since 1 s
+        (at(5), False, 20, 5, "offset_sync", 15, 200, 4.0),
+        (at(6), False, 20, 10, "connect_offset", 10, 100, 1.0),  # the Connect offset wins; batch 2 since 5 s
+        (at(10), True, 20, 10, "connect_offset", 10, 100, 5.0),
+        (at(12), False, 30, 10, "connect_offset", 20, 200, 7.0),
+        (at(20), True, 30, 10, "connect_offset", 20, 200, 15.0),
+    ], cols)
+    assertDataFrameEqual(timeline.select(*[c.split()[0] for c in cols.split(", ")]), want)
+
+
+def test_windows(spark, frames):
+    _, windows = frames
+    want = spark.createDataFrame([
+        (at(0), at(10), "connect_offset", 20, 10, 10, 5, 15, 65 / 7, 100, 200, 1.0, 4.0),
+        (at(10), at(20), "connect_offset", 30, 10, 20, 10, 20, 18.0, 200, 200, 7.0, 7.0),
+        (at(20), at(30), "connect_offset", 30, 10, 20, 20, 20, 20.0, 200, 200, 15.0, 15.0),
+    ], "window_start timestamp, window_end timestamp, lro_source string, log_end_offset long, "
+       "replicated_end long, lag_records long, lag_records_min long, lag_records_max long, "
+       "lag_records_avg double, lag_bytes long, lag_bytes_max long, lag_age_s double, lag_age_s_max double")
+    assertDataFrameEqual(windows.select(*want.columns), want)
+
+
+def test_area_is_registered_fourth():
+    area = areas()["mirror"]
+    assert area.order == 4 and area.tables == ("mirror",)
+
+
+def test_bad_window_parameter_is_a_clear_error():
+    from workbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="mirror_window_s"):
+        mirror.settings_from({"mirror_window_s": "soon"})
+    with pytest.raises(ConfigError, match="positive"):
+        mirror.settings_from({"mirror_window_s": 0})

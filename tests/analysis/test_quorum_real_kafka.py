@@ -1,0 +1,254 @@
+"""The quorum analysis judged by real Kafka: the scenario's manifest, its quorum tool output and JMX.
+
+The ``quorum`` scenario runs a real KRaft cluster (3 controllers, 2 brokers) and freezes a
+follower controller, a broker and then the leader controller with SIGSTOP (manifest events
+``node_pause``/``node_resume``) while JmxTool samples every node's KIP-835 and raft gauges
+about once a second and ``kafka-metadata-quorum describe --status/--replication`` is captured
+before, during and after each pause. The figures computed from the metadata log are compared
+with those: nothing here is copied from the code under test.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import workbench
+from workbench.analysis import quorum
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+#: JmxTool samples each node about once a second; a figure may be off by one such interval.
+SAMPLE_MS = 1500
+#: Tolerance on when a pause shows in the data (one sampling interval plus the idle interval).
+PAUSE_TOLERANCE_MS = SAMPLE_MS + quorum.DEFAULT_IDLE_MS
+
+
+@pytest.fixture(scope="module", params=["4.3.1", "3.9.2"])
+def analysed(request, spark, kafka_bundle):
+    path = Path(kafka_bundle("quorum", request.param))
+    tables = workbench.load(workbench.open_bundle(path), spark)
+    result = quorum.analyse(tables)
+    frames = {
+        "appends": result.appends.toPandas(),
+        "timeline": result.timeline.toPandas(),
+        "stalls": result.stalls.toPandas(),
+        "offsets": result.offsets.toPandas(),
+        "episodes": result.episodes.toPandas(),
+        "fences": result.fences.toPandas(),
+        "metrics": tables.metrics.where("format = 'jmxtool'").toPandas(),
+        "status": tables.tool_quorum_status.toPandas(),
+        "replication": tables.tool_quorum_replication.toPandas(),
+        "findings": quorum.findings_for(tables).toPandas(),
+    }
+    manifest = json.loads((path / "manifest.json").read_text())
+    return tables, result, frames, manifest
+
+
+def ms(ts) -> int:
+    """Epoch milliseconds of a time; a missing end (an open episode) is the far future."""
+    if pd.isna(ts):
+        return 2**62
+    return pd.Timestamp(ts).value // 1_000_000
+
+
+def pauses(manifest) -> list[tuple[int, str, int, int]]:
+    """``(node, role, paused_ms, resumed_ms)`` of every pause in the manifest."""
+    out, open_ = [], {}
+    for e in manifest["events"]:
+        if e["event"] == "node_pause":
+            open_[e["node"]] = (e["role"], e["t_ms"])
+        elif e["event"] == "node_resume":
+            role, t = open_.pop(e["node"])
+            out.append((e["node"], role, t, e["t_ms"]))
+    return out
+
+
+def leader_end_at(appends: pd.DataFrame, t_ms: int) -> int:
+    """The last offset the leader's log held at ``t_ms`` (from the log's batches)."""
+    times = [ms(t) for t in appends["time"]]
+    i = bisect.bisect_right(times, t_ms) - 1
+    return -1 if i < 0 else int(appends["last_offset"].iloc[: i + 1].max())
+
+
+def test_bundle_reads_without_problems(analysed):
+    tables, *_ = analysed
+    assert tables.problems.collect() == []
+
+
+def test_the_cluster_writes_noops_at_the_idle_interval(analysed):
+    _tables, result, frames, _m = analysed
+    assert result.writing.writes_noops and result.writing.noop_records > 50
+    assert result.writing.idle_ms == quorum.DEFAULT_IDLE_MS
+    # a healthy leader's appends come every idle interval: the median gap is that interval
+    cadence = result.cadence.toPandas()
+    busiest = cadence.sort_values("intervals").iloc[-1]
+    assert abs(busiest.interval_p50_ms - quorum.DEFAULT_IDLE_MS) <= 50, cadence
+
+
+def test_the_leader_pause_is_the_only_stall_and_another_controller_leads_the_next_epoch(analysed):
+    _tables, _result, frames, manifest = analysed
+    stalls, status = frames["stalls"], frames["status"]
+    (leader, _role, paused, resumed), = [p for p in pauses(manifest) if p[1] == "leader controller"]
+    assert len(stalls) == 1, stalls
+    stall = stalls.iloc[0]
+    # the leader stopped appending when it was frozen (its last NoOp was at most one interval before)
+    assert paused - PAUSE_TOLERANCE_MS <= ms(stall.start) <= paused, (stall.start, paused)
+    assert ms(stall.end) < resumed + SAMPLE_MS
+    assert stall.leader_before == leader and stall.new_epoch and stall.leader_after != leader
+    # Kafka's own word: the quorum tool's status captured after the pause names the new leader and epoch
+    after = status[(status.captured.map(ms) > ms(stall.end)) & (status.leader_epoch == stall.epoch_after)]
+    assert not after.empty and set(after.leader_id) == {stall.leader_after}, after
+
+
+def test_leader_timeline_agrees_with_every_status_capture(analysed):
+    _tables, _result, frames, _m = analysed
+    timeline, status = frames["timeline"], frames["status"].dropna(subset=["leader_epoch"])
+    assert len(status) >= 5
+    for row in status.itertuples(index=False):
+        epoch = timeline[timeline.epoch == row.leader_epoch]
+        assert len(epoch) == 1, (row.leader_epoch, timeline)
+        assert int(epoch.leader.iloc[0]) == int(row.leader_id)
+        assert ms(epoch.start.iloc[0]) <= ms(row.captured)
+
+
+def test_every_pause_is_an_episode_of_the_paused_node(analysed):
+    _tables, _result, frames, manifest = analysed
+    episodes = frames["episodes"]
+    for node, role, paused, resumed in pauses(manifest):
+        mine = episodes[(episodes.node_id == node) & (episodes.start.map(ms) < resumed + SAMPLE_MS)
+                        & (episodes.end.isna() | (episodes.end.map(ms) > paused))]
+        assert len(mine) == 1, (node, role, mine)
+        ep = mine.iloc[0]
+        assert abs(ms(ep.start) - paused) <= PAUSE_TOLERANCE_MS, (role, ep.start, paused)
+        assert abs(ep.seconds * 1000 - (resumed - paused)) <= 2 * PAUSE_TOLERANCE_MS, (role, ep.seconds)
+
+
+def test_other_episodes_are_nodes_catching_up_after_the_election_as_kafka_says(analysed):
+    # besides the paused nodes, nodes lag only around a fault:
+    # * from the leader's pause until a few seconds after the stall ends: the stopped leader's log
+    #   may hold appends a node had not fetched yet when it stopped (the divergence is measured
+    #   against the leader's log), and no one can catch up until the new epoch commits;
+    # * within a few seconds after the stall ends (the new epoch's first records are committed) or
+    #   after a paused node resumes, and then Kafka's own LastAppliedRecordLagMs says so;
+    # * or before the baseline capture, while the topic is created.
+    _tables, _result, frames, manifest = analysed
+    episodes, stall, offsets = frames["episodes"], frames["stalls"].iloc[0], frames["offsets"]
+    baseline = next(e["t_ms"] for e in manifest["events"] if e["event"] == "capture" and e["what"] == "baseline")
+    leader_pauses = [paused for _n, role, paused, _r in pauses(manifest) if role == "leader controller"]
+    assert leader_pauses
+    others = 0
+    for ep in episodes.itertuples(index=False):
+        if any(ep.node_id == node and abs(ms(ep.start) - paused) <= PAUSE_TOLERANCE_MS
+               for node, _r, paused, _e in pauses(manifest)):
+            continue
+        others += 1
+        if any(abs(ms(ep.start) - paused) <= PAUSE_TOLERANCE_MS for paused in leader_pauses):
+            # behind the stopped leader's own appends: over once the new epoch has settled
+            assert ep.end is not None and not pd.isna(ep.end), ep
+            assert ms(ep.end) <= ms(stall.end) + 5000, (ep, stall.end)
+            continue
+        settling = [ms(stall.end)] + [resumed for *_x, resumed in pauses(manifest)]
+        after_fault = any(t <= ms(ep.start) <= t + 5000 for t in settling)
+        assert after_fault or ms(ep.start) < baseline, ep
+        reported = offsets[(offsets.node_id == ep.node_id) & offsets.reported_lag_ms.notna()
+                           & (offsets.time.map(ms) >= ms(ep.start)) & (offsets.time.map(ms) <= ms(ep.end))]
+        assert (reported.reported_lag_ms > 2 * quorum.DEFAULT_IDLE_MS).any(), (ep, reported)
+    assert others <= 6, episodes
+
+
+def test_no_stall_and_no_episode_in_the_healthy_window(analysed):
+    # from the baseline capture (the topic is created and written, nothing changes any more) to the
+    # first pause; while the topic is created a broker may lag 2 s, as its own gauge says
+    _tables, _result, frames, manifest = analysed
+    started = next(e["t_ms"] for e in manifest["events"] if e["event"] == "capture" and e["what"] == "baseline")
+    # a paused node's episode starts when it stopped: up to one idle interval before the event
+    first_pause = min(p[2] for p in pauses(manifest)) - quorum.DEFAULT_IDLE_MS
+    for name in ("stalls", "episodes"):
+        frame = frames[name]
+        inside = frame[(frame.start.map(ms) >= started) & (frame.start.map(ms) < first_pause)]
+        assert inside.empty, (name, inside)
+
+
+def test_applied_offsets_are_within_one_sample_of_the_log_and_their_times_are_kafkas(analysed):
+    _tables, _result, frames, manifest = analysed
+    appends, metrics = frames["appends"], frames["metrics"]
+    episodes = frames["episodes"]
+    offset_names = {quorum.OFFSET_GAUGES["applied"][0], quorum.OFFSET_GAUGES["applied"][2]}
+    samples = metrics[metrics.name.isin(offset_names)].dropna(subset=["value"])
+    times = metrics[metrics.name.isin(quorum.TIME_GAUGES)][["node_id", "timestamp", "value"]]
+    samples = samples.merge(times.rename(columns={"value": "record_ms"}), on=["node_id", "timestamp"])
+    assert set(samples.node_id) == {1, 2, 3, 4, 5}
+    batches = appends.sort_values("base_offset")
+    batch_times = [ms(t) for t in batches.time]
+    stopped = [(p[0], p[2], p[3]) for p in pauses(manifest)]
+    compared = behind = dated = exact = 0
+    for row in samples.itertuples(index=False):
+        offset, t = int(row.value), ms(row.timestamp)
+        if any(node == row.node_id and paused - SAMPLE_MS <= t <= resumed + 2 * SAMPLE_MS
+               for node, paused, resumed in stopped):
+            # JmxTool's read of a stopped JVM blocks until it resumes: the sample's stamp, its
+            # offset and its timestamp are of different moments
+            continue
+        # the applied record's append time, from the log, is the one Kafka reports (JmxTool reads
+        # the offset and the timestamp one after the other: a batch may land in between)
+        hit = batches.index[(batches.base_offset <= offset) & (batches.last_offset >= offset)]
+        if len(hit) == 0 or row.record_ms <= 0:
+            continue
+        i = batches.index.get_loc(hit[0])
+        # Kafka's gauge may read 1 ms after the batch's stamp in the log (the leader's clock read
+        # twice), and JmxTool reads the offset and then the timestamp: the timestamp may be of any
+        # batch applied in between, i.e. one at or after the offset's, appended before the sample
+        near = [b for b in batch_times[max(0, i - 1):] if abs(b - int(row.record_ms)) <= 1 and b <= t + 1]
+        assert near, (row.node_id, offset, row.record_ms)
+        dated += 1
+        exact += abs(batch_times[i] - int(row.record_ms)) <= 1
+        in_episode = episodes[(episodes.node_id == row.node_id) & (episodes.start.map(ms) <= t)
+                              & (episodes.end.isna() | (episodes.end.map(ms) >= t))]
+        if not in_episode.empty:
+            behind += 1
+            continue
+        # outside its episodes a node has applied what the leader's log held one sample earlier
+        assert leader_end_at(appends, t - SAMPLE_MS) <= offset <= leader_end_at(appends, t + SAMPLE_MS), (
+            row.node_id, row.timestamp, offset)
+        compared += 1
+    assert compared >= 200 and behind >= 3, (compared, behind)
+    assert exact >= 0.9 * dated, (exact, dated)
+
+
+def test_describe_replication_log_ends_match_the_log(analysed):
+    _tables, _result, frames, _m = analysed
+    appends, repl = frames["appends"], frames["replication"]
+    leaders = repl[repl.status.str.lower() == "leader"]
+    assert len(leaders) >= 5
+    for row in leaders.itertuples(index=False):
+        # the leader's own row: its last fetch time is when it answered
+        t = ms(row.last_fetch_time)
+        last = int(row.log_end_offset) - 1
+        assert leader_end_at(appends, t - SAMPLE_MS) <= last <= leader_end_at(appends, t + SAMPLE_MS), (row.path, last)
+
+
+def test_the_paused_broker_is_fenced_and_unfenced_within_its_episode(analysed):
+    _tables, _result, frames, manifest = analysed
+    (broker, _role, paused, resumed), = [p for p in pauses(manifest) if p[1] == "broker"]
+    episodes = frames["episodes"]
+    ep = episodes[(episodes.node_id == broker) & (episodes.start.map(ms) < resumed)
+                  & (episodes.end.map(ms) > paused)].iloc[0]
+    assert pd.notna(ep.fenced_at) and paused < ms(ep.fenced_at) < resumed
+    assert pd.notna(ep.unfenced_at) and ms(ep.unfenced_at) >= resumed - SAMPLE_MS
+
+
+def test_findings_say_what_happened(analysed):
+    _tables, _result, frames, manifest = analysed
+    findings = frames["findings"]
+    stall = findings[findings.kind == "commit_stall"]
+    assert len(stall) == 1 and stall.severity.iloc[0] == "critical"
+    leader = next(p[0] for p in pauses(manifest) if p[1] == "leader controller")
+    assert f"controller {leader}, epoch" in stall.summary.iloc[0] and "led epoch" in stall.summary.iloc[0]
+    behind = findings[findings.kind == "node_behind"]
+    assert {p[0] for p in pauses(manifest)} <= set(behind.subject.astype(int))
+    assert findings[findings.kind == "input_missing"].empty, findings.summary.tolist()

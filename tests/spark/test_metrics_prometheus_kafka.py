@@ -1,0 +1,84 @@
+"""``metrics`` from a real Prometheus export equals the same samples from JmxTool.
+
+In every scenario that samples JMX (``isr``: brokers' ReplicaManager; ``quorum``: controllers'
+KafkaController and raft-metrics, brokers' broker-metadata-metrics; ``tiered``: topic-labelled
+remote-storage BrokerTopicMetrics and RemoteLogManager; ``mm2``: MirrorMaker 2's
+MirrorSourceConnector and MirrorCheckpointConnector metrics with target/topic/partition labels)
+the sampled JVM runs the Prometheus JMX exporter javaagent (``peer/prometheus.py``), scraped
+every 5 s into ``metrics/<node>-<t_ms>.prom``, while JmxTool samples the same MBeans every second
+into ``metrics/<node>-<what>.csv``. The two reads
+are never at the same instant. Every series JmxTool sampled must be in the Prometheus export
+under the same normalised name and labels; and the values of discrete series (counts, offsets,
+epochs, ids: every value JmxTool read of them is a whole number) are compared where every
+JmxTool sample from ``STEADY_MS`` before the scrape was sent to ``STEADY_MS`` after its response
+came back read the same value: no event changed it, so the scrape must show that value too.
+Averages, ratios and rates (``MetadataLoader``'s ``AvgIdleRatio``, ``raft-metrics``'
+``poll-idle-ratio-avg``) move between any two reads and are not compared by value; neither are
+gauges the controller recomputes twice a second (``LastAppliedRecordLagMs``), which a shorter
+window would take for steady.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+#: A value counts as steady around a scrape when JmxTool read it unchanged this long before and after.
+STEADY_MS = 3000
+
+
+def _key(row) -> tuple:
+    return (row.node_id, row.name, tuple(sorted((row.labels or {}).items())))
+
+
+@pytest.mark.parametrize("scenario", ["isr", "quorum", "tiered", "mm2"])
+def test_prometheus_export_equals_jmxtool(real_bundles, scenario):
+    versions = set()
+    for version, name, path, manifest, tables in real_bundles:
+        if name != scenario:
+            continue
+        scrapes = {str(path / m["file"]): m for m in manifest["metrics"] if m.get("format") == "prometheus"}
+        assert len(scrapes) >= 10, "the scenario scraped the exporter"
+        rows = tables.metrics.where("name like 'kafka\\_%'").collect()
+        jmx: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
+        prom = []
+        for r in rows:
+            t_ms = int(r.timestamp.timestamp() * 1000)
+            if r.format == "jmxtool":
+                jmx[_key(r)].append((t_ms, r.value))
+            else:
+                assert r.format == "prometheus_text"
+                scrape = scrapes[r.path]
+                assert t_ms == scrape["t_ms"] and r.node_id == scrape["node"]  # the capture time and node
+                prom.append((r, scrape["t_end_ms"]))
+        for series in jmx.values():
+            series.sort()
+        discrete = {k for k, series in jmx.items() if all(float(v).is_integer() for _, v in series)}
+        # one name for one value: every series JmxTool sampled is also in the Prometheus export
+        prom_keys = {_key(r) for r, _ in prom}
+        assert set(jmx) <= prom_keys, sorted(set(jmx) - prom_keys)[:5]
+        compared = mismatched = 0
+        for r, t_end in prom:
+            series = jmx.get(_key(r))
+            if not series or _key(r) not in discrete:
+                continue
+            times = [t for t, _ in series]
+            t_ms = int(r.timestamp.timestamp() * 1000)
+            i = bisect.bisect_left(times, t_ms - STEADY_MS)
+            j = bisect.bisect_right(times, t_end + STEADY_MS) - 1
+            window = series[i:j + 1]
+            if (len(window) < 4 or window[0][0] > t_ms or window[-1][0] < t_end
+                    or any(v != window[0][1] for _, v in window)):
+                continue  # the value changed around the scrape (or JmxTool had no sample on both sides)
+            compared += 1
+            mismatched += r.value != window[0][1]
+            assert r.value == window[0][1], (r.name, r.labels, t_ms, r.value, window)
+        assert compared >= 100 and mismatched == 0, (version, compared)
+        assert tables.problems_of("metrics").count() == 0
+        versions.add(version)
+    # both versions where both bundles exist (3.9.2 builds isr by default, the others on request)
+    assert versions == {v for v, n, *_ in real_bundles if n == scenario} and "4.3.1" in versions

@@ -1,0 +1,137 @@
+"""The table registry: tables built on first use, each file decoded once, problems of what was built."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+import workbench
+from workbench.errors import ConfigError
+from workbench.formats.batch import encode_batch
+from workbench.spark.registry import Tables, register_table, table_specs, unregister_table
+from workbench.spark.source import PROBLEMS_SCHEMA, ArtifactReader, ArtifactSource
+
+pytestmark = pytest.mark.spark
+
+COUNTED_SCHEMA = "node_id int, path string, line string"
+
+
+class CountingReader(ArtifactReader):
+    """Reads text files line by line and appends one line to ``<file>.reads`` per decode call."""
+
+    schema_ddl = COUNTED_SCHEMA
+
+    def decode(self, partition, log) -> Iterator[dict]:
+        with open(partition.path + ".reads", "a", encoding="utf-8") as marker:
+            marker.write("read\n")
+        with open(partition.path, encoding="utf-8") as f:
+            for n, line in enumerate(f):
+                if line.startswith("bad"):
+                    log.report(n, "decode_error", f"bad line {n}")
+                    continue
+                yield {"node_id": partition.node_id, "path": partition.path, "line": line.rstrip("\n")}
+
+
+class CountingSource(ArtifactSource):
+    reader_class = CountingReader
+
+    @classmethod
+    def name(cls) -> str:
+        return "test_counted"
+
+
+@pytest.fixture()
+def counted():
+    spec = register_table("counted", row="line of a tool output file (test table)", schema=COUNTED_SCHEMA,
+                          kinds=("tool_output",), source=CountingSource)
+    yield spec
+    unregister_table("counted")
+
+
+def reads(path: Path) -> int:
+    marker = Path(str(path) + ".reads")
+    return len(marker.read_text().splitlines()) if marker.exists() else 0
+
+
+def make_bundle(root: Path) -> tuple[Path, Path]:
+    tools = root / "tools"
+    tools.mkdir(parents=True)
+    a, b = tools / "1-a.txt", tools / "2-b.txt"
+    a.write_text("one\nbad\ntwo\n")
+    b.write_text("three\n")
+    seg = root / "nodes" / "1" / "logs" / "t-0"
+    seg.mkdir(parents=True)
+    (seg.parent / "meta.properties").write_text("node.id=1\nversion=1\ncluster.id=c\n")
+    batch = encode_batch([(0, 1000, b"k", b"v")], base_offset=0)
+    (seg / "00000000000000000000.log").write_bytes(batch + b"\x00\x01garbage")
+    return a, b
+
+
+def test_a_table_nobody_asks_for_is_never_read(spark, tmp_path, counted):
+    a, b = make_bundle(tmp_path)
+    tables = workbench.load(workbench.open_bundle(tmp_path), spark)
+    assert isinstance(tables, Tables)
+    # other tables and problems, evaluated: the counted table's files are not opened
+    assert tables.batches.count() == 1
+    tables.problems.collect()
+    tables.inventory.collect()
+    assert (reads(a), reads(b)) == (0, 0)
+    assert "counted" not in tables.built
+
+
+def test_rows_and_problems_come_from_one_read_of_each_file(spark, tmp_path, counted):
+    a, b = make_bundle(tmp_path)
+    tables = workbench.load(workbench.open_bundle(tmp_path), spark)
+    rows = tables["counted"]
+    want = spark.createDataFrame([(-1, str(a), "one"), (-1, str(a), "two"), (-1, str(b), "three")], COUNTED_SCHEMA)
+    assertDataFrameEqual(rows, want)
+    assertDataFrameEqual(tables.problems_of("counted"),
+                         spark.createDataFrame([(-1, str(a), 1, "decode_error", "bad line 1")], PROBLEMS_SCHEMA))
+    assertDataFrameEqual(tables.counted, want)  # attribute access, same table
+    assert (reads(a), reads(b)) == (1, 1)
+
+
+def test_problems_hold_what_was_built_so_far(spark, tmp_path, counted):
+    a, _b = make_bundle(tmp_path)
+    tables = workbench.load(workbench.open_bundle(tmp_path), spark)
+    assert tables.problems.count() == 0
+    tables.batches  # noqa: B018 - building it is the point
+    kinds = {(r.path.endswith(".log"), r.kind) for r in tables.problems.collect()}
+    assert kinds and all(is_log for is_log, _ in kinds)
+    tables.counted  # noqa: B018
+    assert (str(a), "decode_error") in {(r.path, r.kind) for r in tables.problems.collect()}
+    assert tables.built == ("batches", "counted")
+
+
+def test_same_bundle_same_session_same_tables(spark, tmp_path, counted):
+    make_bundle(tmp_path)
+    bundle = workbench.open_bundle(tmp_path)
+    first = workbench.load(bundle, spark)
+    assert workbench.load(workbench.open_bundle(tmp_path), spark) is first
+    assert workbench.load(bundle, spark, verify_crc=False) is not first
+
+
+def test_mapping_surface_and_errors(spark, tmp_path):
+    make_bundle(tmp_path)
+    tables = workbench.load(workbench.open_bundle(tmp_path), spark)
+    assert set(tables) == {"problems", *table_specs()}
+    assert "metadata" in tables and "nope" not in tables
+    with pytest.raises(ConfigError, match="no table named 'nope'"):
+        tables["nope"]
+    with pytest.raises(AttributeError):
+        tables.nope  # noqa: B018
+    with pytest.raises(ConfigError, match="unknown load option"):
+        workbench.load(workbench.open_bundle(tmp_path), spark, colour="red")
+
+
+def test_every_registered_table_documents_its_rows_and_builds_on_an_empty_bundle(spark, tmp_path):
+    (tmp_path / "empty").mkdir()
+    tables = workbench.load(workbench.open_bundle(tmp_path / "empty"), spark)
+    for name, spec in table_specs().items():
+        assert spec.row and spec.columns, name
+        frame = tables[name]
+        assert tuple(frame.columns) == spec.columns, name
+        assert frame.count() == 0, name

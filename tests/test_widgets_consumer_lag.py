@@ -1,0 +1,124 @@
+"""Consumer-lag figures and the interactive view, driven headlessly on small inline frames."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from widgets.consumer_lag import (
+    ConsumerLagView,
+    empty_frames,
+    figure_lag_histogram,
+    figure_lag_over_time,
+    figure_page_cache,
+    human_bytes,
+)
+from widgets.linking import TimeWindow, view_factories
+from workbench.errors import ConfigError
+
+DAY = "2026-11-21 "
+
+# broker, group, topic, bucket, lower, upper, count
+HIST = pd.DataFrame([
+    (1, "billing", "orders", -1, 0.0, 0.0, 5),
+    (1, "billing", "orders", 10, 512.0, 1024.0, 3),
+    (1, "audit", "orders", 10, 512.0, 1024.0, 2),
+    (2, "billing", "payments", 20, 2.0 ** 19, 2.0 ** 20, 4),
+], columns=["broker", "group", "topic", "bucket", "lower", "upper", "count"])
+HIST["metric"] = "bytes"
+
+CDF = pd.DataFrame([(1, 0.0, 0.5, 10), (1, 1024.0, 1.0, 10), (2, 2.0 ** 20, 1.0, 4)],
+                   columns=["broker", "bytes", "fraction", "reads"])
+CACHE = pd.DataFrame([(1, 0.5, 10, 0, 0), (1, 0.99, 10, 1024, 4096)],
+                     columns=["broker", "quantile", "reads", "tail_bytes", "cache_bytes"])
+
+
+def series_frame() -> pd.DataFrame:
+    rows = []
+    for i, (group, topic, part, lags) in enumerate([
+        ("billing", "orders", 0, [0, 50, 120]),
+        ("billing", "payments", 3, [5, 5, 5]),
+        ("audit", "orders", 0, [1, 2, 3]),
+    ]):
+        for j, lag in enumerate(lags):
+            rows.append((group, topic, part, pd.Timestamp(DAY + f"03:1{j}:0{i}"), 100 + j, lag, lag * 100,
+                         lag * 10, 1))
+    return pd.DataFrame(rows, columns=["group", "topic", "partition", "commit_time", "committed_offset",
+                                       "records_lag", "bytes_lag", "time_lag_ms", "broker"])
+
+
+def frames() -> dict[str, pd.DataFrame]:
+    return {"histogram_bytes": HIST, "histogram_time": HIST.assign(metric="time"), "cdf": CDF,
+            "page_cache": CACHE, "series": series_frame()}
+
+
+def test_histogram_stacks_brokers_over_ordered_buckets_and_filters():
+    fig = figure_lag_histogram(HIST, metric="bytes")
+    assert [t.name for t in fig.data] == ["broker 1", "broker 2"]
+    assert list(fig.data[0].x) == ["0", "≤ 1 KiB", "≤ 1 MiB"]
+    assert list(fig.data[0].y) == [5, 5, 0] and list(fig.data[1].y) == [0, 0, 4]
+    only = figure_lag_histogram(HIST, metric="bytes", groups="audit")
+    assert len(only.data) == 1 and list(only.data[0].y) == [2]
+    empty = figure_lag_histogram(HIST, metric="bytes", topics=["nothing"])
+    assert not empty.data and "no commits" in empty.layout.annotations[0].text
+    with pytest.raises(ConfigError):
+        figure_lag_histogram(HIST, metric="records")
+
+
+def test_page_cache_curve_marks_the_quantiles():
+    fig = figure_page_cache(CDF, CACHE)
+    assert [t.name for t in fig.data] == ["broker 1", "broker 2", "quantiles"]
+    assert list(fig.data[0].x) == [1.0, 1024.0]    # 0 bytes drawn at 1 B on the log axis
+    assert list(fig.data[2].text) == ["p50: 0 B", "p99: 1 KiB"]
+    assert fig.layout.xaxis.type == "log"
+
+
+def test_lag_over_time_draws_the_top_n_worst_and_searches():
+    series = series_frame()
+    fig = figure_lag_over_time(series, metric="records", top=2)
+    assert [t.name for t in fig.data] == ["billing orders-0", "billing payments-3"]
+    assert list(fig.data[0].y) == [0, 50, 120]
+    found = figure_lag_over_time(series, metric="time", search="AUDIT")
+    assert [t.name for t in found.data] == ["audit orders-0"] and list(found.data[0].y) == [10, 20, 30]
+    windowed = figure_lag_over_time(series, start=DAY + "03:10:30", end=DAY + "03:11:30")
+    assert [pd.Timestamp(x) for x in windowed.layout.xaxis.range] == [pd.Timestamp(DAY + "03:10:30"),
+                                                                      pd.Timestamp(DAY + "03:11:30")]
+
+
+def test_names_from_the_data_are_escaped():
+    series = series_frame().assign(group="<b>x</b>")
+    fig = figure_lag_over_time(series)
+    assert all("<b>" not in t.name for t in fig.data)
+
+
+def test_view_follows_controls_and_the_shared_window():
+    window = TimeWindow()
+    view = ConsumerLagView(frames(), window=window, top=5)
+    assert view.status.value == "3 group-partition line(s) shown"
+    view.group_filter.value = ("audit",)
+    assert [t.name for t in view.series_figure.data] == ["audit orders-0"]
+    assert [list(t.y) for t in view.histogram.data] == [[2]]
+    view.metric.value = "time"
+    assert view.histogram.layout.title.text.startswith("ConsumerFetchLagTimeInMs")
+    window.set(DAY + "03:10:00", DAY + "03:11:00")
+    assert [pd.Timestamp(x) for x in view.series_figure.layout.xaxis.range] == [pd.Timestamp(DAY + "03:10:00"),
+                                                                                pd.Timestamp(DAY + "03:11:00")]
+    assert "consumer_lag" in view_factories()
+
+
+def test_view_refuses_missing_frames():
+    with pytest.raises(ConfigError, match="series"):
+        ConsumerLagView({k: v for k, v in frames().items() if k != "series"})
+
+
+def test_human_bytes():
+    assert [human_bytes(v) for v in (0, 1023, 1024, 1536, 2 ** 30 * 2.1)] == ["0 B", "1023 B", "1 KiB", "1.5 KiB",
+                                                                            "2.1 GiB"]
+
+
+def test_view_of_a_bundle_without_commits_says_so():
+    view = ConsumerLagView(empty_frames())
+    assert view.status.value == "0 group-partition line(s) shown"
+    texts = [fig.layout.annotations[0].text for fig in (view.histogram, view.cache_figure, view.series_figure)]
+    assert texts == ["no commits for this selection", "no commits with a known byte lag",
+                     "no commits for this selection"]

@@ -1,0 +1,92 @@
+"""The quorum offset divergence figure and its interactive view, driven headlessly on inline frames."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from widgets.linking import TimeWindow, view_factories
+from widgets.quorum import QuorumDivergence, figure_quorum_divergence
+from workbench.errors import ConfigError
+
+DAY = "2026-11-21 "
+
+# node_id, role, time, source, kind, offset, leader_offset, offset_lag, time_lag_ms, note
+OFFSETS = [
+    (1, "controller", "03:12:00", "jmxtool", "applied", 100, 100, 0, 0, None),
+    (1, "controller", "03:12:01", "jmxtool", "applied", 100, 102, 2, 1000, None),
+    (1, "controller", "03:12:02", "jmxtool", "applied", 104, 104, 0, 0, None),
+    (2, "controller", "03:12:01", "describe_replication", "fetched", 101, 102, 1, 500, None),
+    (5, "broker", "03:12:00", "jmxtool", "applied", 100, 100, 0, 0, None),
+    (5, "broker", "03:12:02", "jmxtool", "applied", 110, 104, -6, 0, "ahead of the log"),
+    (5, "broker", "03:12:02", "snapshot", "snapshot", 90, 104, 14, 3000, None),
+]
+
+
+def offsets_frame(rows=OFFSETS) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=["node_id", "role", "time", "source", "kind", "offset", "leader_offset",
+                                        "offset_lag", "time_lag_ms", "note"])
+    frame["time"] = pd.to_datetime(DAY + frame["time"])
+    return frame
+
+
+STALLS = pd.DataFrame({"start": pd.to_datetime([DAY + "03:12:00.5"]), "end": pd.to_datetime([DAY + "03:12:01.5"]),
+                       "seconds": [1.0]})
+TIMELINE = pd.DataFrame({"epoch": [4, 5], "leader": [2, 3],
+                         "start": pd.to_datetime([DAY + "03:11:00.0", DAY + "03:12:01.5"]),
+                         "end": pd.to_datetime([DAY + "03:12:01.5", None], format="ISO8601")})
+FENCES = pd.DataFrame({"broker_id": [5, 5], "event": ["fenced", "unfenced"],
+                       "time": pd.to_datetime([DAY + "03:12:00.7", DAY + "03:12:01.9"])})
+
+
+def test_lines_are_the_observations_per_node_and_source_without_notes_or_snapshots() -> None:
+    fig = figure_quorum_divergence(offsets_frame())
+    names = [t.name for t in fig.data]
+    assert names == ["node 1 · jmxtool", "node 2 · describe_replication", "node 5 · jmxtool"] * 2
+    assert list(fig.data[0].y) == [0, 2, 0] and list(fig.data[3].y) == [0.0, 1000.0, 0.0]
+    # broker 5's sample ahead of the log and its snapshot row are not drawn
+    assert list(fig.data[2].y) == [0]
+    assert fig.data[0].customdata[1][6] == 2 and fig.data[0].customdata[1][5] == 102
+
+
+def test_stalls_epochs_and_fences_are_drawn() -> None:
+    fig = figure_quorum_divergence(offsets_frame(), STALLS, TIMELINE, FENCES)
+    texts = [a.text for a in fig.layout.annotations]
+    assert "stall 1.0 s" in texts and "epoch 5: leader 3" in texts and "epoch 4: leader 2" in texts
+    marks = {t.name: list(t.text) for t in fig.data if t.mode == "markers"}
+    assert marks == {"fenced": ["broker 5 fenced"], "unfenced": ["broker 5 unfenced"]}
+
+
+def test_node_source_and_time_filters() -> None:
+    fig = figure_quorum_divergence(offsets_frame(), nodes="1", start=DAY + "03:12:01", end=DAY + "03:12:02")
+    assert [t.name for t in fig.data] == ["node 1 · jmxtool"] * 2
+    assert list(fig.data[0].y) == [2, 0]
+    fig = figure_quorum_divergence(offsets_frame(), sources=["describe_replication"])
+    assert [t.name for t in fig.data] == ["node 2 · describe_replication"] * 2
+    empty = figure_quorum_divergence(offsets_frame(), nodes=[9])
+    assert not empty.data and "No node position" in empty.layout.annotations[0].text
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(ConfigError, match="start .* is after end"):
+        figure_quorum_divergence(offsets_frame(), start=DAY + "03:13:00", end=DAY + "03:12:00")
+    with pytest.raises(ConfigError, match="offset_lag"):
+        figure_quorum_divergence(offsets_frame().drop(columns=["offset_lag"]))
+
+
+def test_the_view_filters_and_follows_a_shared_window() -> None:
+    window = TimeWindow()
+    view = QuorumDivergence(offsets_frame(), STALLS, TIMELINE, FENCES, window=window)
+    assert view.node_filter.options == ("1", "2", "5")
+    assert "3 node/source series" in view.status.value
+    view.node_filter.value = ("2",)
+    assert [t.name for t in view.figure.data if t.mode == "lines+markers"] == ["node 2 · describe_replication"] * 2
+    window.set(DAY + "03:12:01", DAY + "03:12:01")
+    lo, hi = view.window()
+    assert lo == pd.Timestamp(DAY + "03:12:01") and hi == pd.Timestamp(DAY + "03:12:01")
+
+
+def test_the_view_is_registered_for_the_quorum_area() -> None:
+    factory = view_factories()["quorum"]
+    view = factory({"offsets": offsets_frame(), "stalls": STALLS, "timeline": TIMELINE, "fences": FENCES}, None)
+    assert isinstance(view, QuorumDivergence)

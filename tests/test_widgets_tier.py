@@ -1,0 +1,108 @@
+"""Tier figures and the interactive tier view, driven headlessly on small inline frames."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from widgets.linking import TimeWindow, view_factories
+from widgets.tier import TierBacklog, figure_tier_backlog, figure_tier_ranges
+from workbench.errors import ConfigError
+
+DAY = "2026-11-21 "
+
+# topic, partition, time, broker, upload seg/rec/bytes, delete seg/rec/bytes, log_start, log_end, local_start,
+# remote_start, remote_end
+ROWS = [
+    ("tiered", 0, "03:12:00", 2, 0, 0, 0, 0, 0, 0, 0, 1000, 0, None, None),
+    ("tiered", 0, "03:12:05", 2, 6, 6000, 6291456, 0, 0, 0, 0, 7000, 0, None, None),
+    ("tiered", 0, "03:12:19", 2, 0, 0, 0, 0, 0, 0, 0, 7000, 5000, 0, 6000),
+    ("tiered", 0, "03:13:00", 2, 0, 0, 0, 2, 2000, 2097152, 2000, 7000, 5000, 0, 6000),
+    ("tiered", 0, "03:13:04", 2, 0, 0, 0, 0, 0, 0, 2000, 7000, 5000, 2000, 6000),
+    ("<b>x</b>", 1, "03:12:00", 3, 1, 10, 100, 0, 0, 0, 0, 10, 0, None, None),
+]
+
+
+def series_frame(rows=ROWS) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=[
+        "topic", "partition", "time", "broker", "upload_segments", "upload_records", "upload_bytes",
+        "delete_segments", "delete_records", "delete_bytes", "log_start", "log_end", "local_start",
+        "remote_start", "remote_end"])
+    frame["time"] = pd.to_datetime(DAY + frame["time"])
+    return frame
+
+
+def reported_frame() -> pd.DataFrame:
+    return pd.DataFrame({
+        "metric": ["RemoteCopyLagSegments", "RemoteCopyLagSegments", "RemoteDeleteLagSegments"],
+        "broker": [2, 2, 2], "topic": ["tiered", "tiered", "tiered"],
+        "time": pd.to_datetime([DAY + "03:12:10", DAY + "03:12:30", DAY + "03:13:01"]),
+        "value": [6.0, 0.0, 2.0], "format": ["jmxtool"] * 3})
+
+
+def t(clock: str) -> str:
+    return f"{DAY}{clock}.000"
+
+
+def test_backlog_lines_per_partition_and_lag_with_kafka_samples():
+    fig = figure_tier_backlog(series_frame(), topics="tiered", reported=reported_frame())
+    got = {tr.name: (list(tr.x), list(tr.y)) for tr in fig.data}
+    end = t("03:13:04")
+    assert got == {
+        "upload tiered-0": ([t("03:12:00"), t("03:12:05"), t("03:12:19"), t("03:13:00"), end], [0, 6, 0, 0, 0]),
+        "delete tiered-0": ([t("03:12:00"), t("03:12:05"), t("03:12:19"), t("03:13:00"), end], [0, 0, 0, 2, 0]),
+        "RemoteCopyLagSegments tiered (Kafka)": ([t("03:12:10"), t("03:12:30")], [6.0, 0.0]),
+        "RemoteDeleteLagSegments tiered (Kafka)": ([t("03:13:01")], [2.0]),
+    }
+
+
+def test_backlog_window_broker_filter_measure_and_escaping():
+    fig = figure_tier_backlog(series_frame(), measure="bytes", lags="upload", brokers="3")
+    assert [tr.name for tr in fig.data] == ["upload &lt;b&gt;x&lt;/b&gt;-1"]
+    fig = figure_tier_backlog(series_frame(), measure="bytes", lags=["upload"], topics=["tiered"],
+                              start=DAY + "03:12:10", end=DAY + "03:12:30")
+    assert (list(fig.data[0].x), list(fig.data[0].y)) == ([t("03:12:10"), t("03:12:19"), t("03:12:30")],
+                                                          [6291456.0, 0.0, 0.0])
+    with pytest.raises(ConfigError, match="measure"):
+        figure_tier_backlog(series_frame(), measure="pages")
+    with pytest.raises(ConfigError, match="lags"):
+        figure_tier_backlog(series_frame(), lags="copy")
+    with pytest.raises(ConfigError, match="after end"):
+        figure_tier_backlog(series_frame(), start=DAY + "03:13:00", end=DAY + "03:12:00")
+
+
+def test_empty_selection_says_so():
+    fig = figure_tier_backlog(series_frame(), topics="nope")
+    assert fig.data == () and "No tiered partition" in fig.layout.annotations[0].text
+
+
+def test_ranges_bands_and_log_bounds():
+    fig = figure_tier_ranges(series_frame(), topic="tiered", partition=0)
+    traces = {tr.name: list(tr.y) for tr in fig.data}
+    assert traces["remote lower"] == [None, None, 0.0, 0.0, 2000.0]
+    assert traces["remote"] == [None, None, 6000.0, 6000.0, 6000.0]
+    assert traces["local lower"] == [0.0, 0.0, 5000.0, 5000.0, 5000.0]
+    assert traces["local"] == [1000.0, 7000.0, 7000.0, 7000.0, 7000.0]
+    assert traces["log start"] == [0.0, 0.0, 0.0, 2000.0, 2000.0]
+    assert traces["log end"] == [1000.0, 7000.0, 7000.0, 7000.0, 7000.0]
+    assert [tr.fill for tr in fig.data if tr.name in ("remote", "local")] == ["tonexty", "tonexty"]
+
+
+def test_view_follows_the_window_and_filters():
+    window = TimeWindow()
+    view = TierBacklog(series_frame(), reported_frame(), window=window)
+    assert "4 backlog line(s)" in view.status.value
+    view.topic_filter.value = ("tiered",)
+    assert [tr.name for tr in view.backlog_figure.data][:2] == ["upload tiered-0", "delete tiered-0"]
+    window.set(DAY + "03:12:10", DAY + "03:12:30")
+    assert tuple(view.backlog_figure.layout.xaxis.range) == (t("03:12:10"), t("03:12:30"))
+    assert tuple(view.ranges_figure.layout.xaxis.range) == (t("03:12:10"), t("03:12:30"))
+    view.measure.value = "records"
+    assert [tr.name for tr in view.backlog_figure.data] == ["upload tiered-0", "delete tiered-0"]
+    assert list(view.backlog_figure.data[0].y) == [6000.0, 0.0, 0.0]
+
+
+def test_registered_as_the_tier_view():
+    factory = view_factories()["tier"]
+    view = factory({"series": series_frame(), "reported": reported_frame()}, None)
+    assert isinstance(view, TierBacklog)

@@ -1,0 +1,297 @@
+"""Quorum offset divergence view (KIP-835): per-node offset and time lag, stalls, epochs, fencing.
+
+Inputs are the small pandas frames of :mod:`workbench.analysis.quorum` (``toPandas`` of its
+outputs), never raw records:
+
+* ``offsets`` — :func:`workbench.analysis.quorum.node_offsets`: one row per observation of a
+  node's position (``node_id, role, time, source, kind, offset, leader_offset, offset_lag,
+  time_lag_ms`` ...);
+* ``stalls`` — :func:`workbench.analysis.quorum.stalls`: one row per commit stall;
+* ``timeline`` — :func:`workbench.analysis.quorum.leader_timeline`: one row per leader epoch;
+* ``fences`` — :func:`workbench.analysis.quorum.fence_events`: one row per fence/unfence event.
+
+The pure :func:`figure_quorum_divergence` serves the static report and the interactive
+:class:`QuorumDivergence`. Strings from the data go through :func:`plotly_text`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import ipywidgets as ipw
+import pandas as pd
+import plotly.colors
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from widgets._frames import TimeLike, format_time, parse_time, plotly_text, require_columns, short_time, utc_naive
+from widgets.linking import TimeWindow, register_view
+from workbench.errors import ConfigError
+
+__all__ = ["QuorumDivergence", "figure_quorum_divergence"]
+
+OFFSET_COLUMNS: tuple[str, ...] = ("node_id", "time", "source", "kind", "offset", "leader_offset", "offset_lag",
+                                   "time_lag_ms")
+#: Kinds of position drawn (the commit point and snapshots are in the table, not the lines).
+LINE_KINDS: tuple[str, ...] = ("applied", "fetched", "log_end")
+_EPOCH_SHADES = ("rgba(31,119,180,0.06)", "rgba(44,160,44,0.06)")
+_HOVER = ("<b>node %{customdata[0]}</b> (%{customdata[1]}, %{customdata[2]})<br>%{customdata[3]}<br>"
+          "offset %{customdata[4]} · leader at %{customdata[5]}<br>"
+          "offset lag %{customdata[6]} · time lag %{customdata[7]} ms<extra></extra>")
+
+
+def _selection(values: Iterable[Any] | str | None) -> list[str] | None:
+    if values is None:
+        return None
+    if isinstance(values, str):
+        items = [v.strip() for v in values.split(",") if v.strip()]
+    elif isinstance(values, int | float):
+        items = [str(values)]
+    else:
+        items = [str(v) for v in values]
+    return items or None
+
+
+def _prepare(offsets: pd.DataFrame) -> pd.DataFrame:
+    require_columns(offsets, OFFSET_COLUMNS, "quorum offsets frame")
+    frame = offsets.copy()
+    frame["time"] = utc_naive(frame["time"])
+    if "note" in frame.columns:
+        frame = frame[frame["note"].isna()]
+    frame = frame[frame["kind"].isin(LINE_KINDS) & frame["offset_lag"].notna()]
+    return frame.sort_values(["node_id", "source", "time"], kind="stable")
+
+
+def _empty(title: str, message: str) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(title=title, height=300, xaxis={"visible": False}, yaxis={"visible": False},
+                      annotations=[{"text": plotly_text(message), "showarrow": False, "xref": "paper",
+                                    "yref": "paper", "x": 0.5, "y": 0.5}])
+    return fig
+
+
+def figure_quorum_divergence(
+    offsets: pd.DataFrame,
+    stalls: pd.DataFrame | None = None,
+    timeline: pd.DataFrame | None = None,
+    fences: pd.DataFrame | None = None,
+    *,
+    nodes: Iterable[Any] | str | None = None,
+    sources: Iterable[str] | str | None = None,
+    start: TimeLike = None,
+    end: TimeLike = None,
+) -> go.Figure:
+    """Per-node offset lag (top) and time lag (bottom) on a shared time axis.
+
+    Parameters
+    ----------
+    offsets : pandas.DataFrame
+        ``node_offsets(...).toPandas()``; rows with a ``note`` (samples ahead of the log, fetched
+        snapshot copies) and kinds other than :data:`LINE_KINDS` are not drawn.
+    stalls, timeline, fences : pandas.DataFrame, optional
+        Commit stalls (red bands), leader epochs (alternating shading, labelled with the
+        leader), fence/unfence events (marks on the lag axis, ``broker_id, time, event``).
+    nodes, sources : iterable or str, optional
+        Only these node ids / sources (a string is a comma-separated list). ``None``: all.
+    start, end : str, datetime or Timestamp, optional
+        Time window (UTC when naive): sets the x range and drops rows outside it.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One line trace per (node, source) in each panel, named ``node <id> · <source>``; the
+        offset-lag traces come first, then the time-lag traces, then one marker trace per fence
+        event kind. Stalls and epochs are layout shapes.
+
+    Examples
+    --------
+    >>> offs = pd.DataFrame({"node_id": [1, 1], "role": "controller", "source": "jmxtool", "kind": "applied",
+    ...     "time": pd.to_datetime(["2026-01-01 03:00:00", "2026-01-01 03:00:01"]), "offset": [10, 10],
+    ...     "leader_offset": [10, 12], "offset_lag": [0, 2], "time_lag_ms": [0, 1000]})
+    >>> fig = figure_quorum_divergence(offs)
+    >>> fig.data[0].name, list(fig.data[0].y), list(fig.data[1].y)
+    ('node 1 · jmxtool', [0, 2], [0.0, 1000.0])
+    """
+    frame = _prepare(offsets)
+    lo, hi = parse_time(start, "start"), parse_time(end, "end")
+    if lo is not None and hi is not None and lo > hi:
+        raise ConfigError(f"time window: start {lo} is after end {hi}")
+    node_sel, source_sel = _selection(nodes), _selection(sources)
+    if node_sel is not None:
+        frame = frame[frame["node_id"].astype(str).isin(node_sel)]
+    if source_sel is not None:
+        frame = frame[frame["source"].astype(str).isin(source_sel)]
+    if lo is not None:
+        frame = frame[frame["time"] >= lo]
+    if hi is not None:
+        frame = frame[frame["time"] <= hi]
+    title = "Quorum offset divergence: each node's lag behind the leader's log"
+    if frame.empty:
+        return _empty(title, "No node position matches the filters.")
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        subplot_titles=("offset lag (records)", "time lag (ms)"))
+    palette = plotly.colors.qualitative.Plotly
+    node_ids = sorted({int(n) for n in frame["node_id"]})
+    color = {n: palette[i % len(palette)] for i, n in enumerate(node_ids)}
+    dashes = {"jmxtool": "solid", "prometheus_text": "dot", "prometheus_json": "dot",
+              "describe_replication": "dash", "replica_log": "longdash"}
+    groups = list(frame.groupby(["node_id", "source"], sort=True))
+    for row, column in ((1, "offset_lag"), (2, "time_lag_ms")):
+        for (node, source), part in groups:
+            role = part["role"].iloc[0] if "role" in part.columns and pd.notna(part["role"].iloc[0]) else "node"
+            custom = [[int(node), plotly_text(str(role)), plotly_text(str(source)), short_time(r.time), int(r.offset),
+                       "n/a" if pd.isna(r.leader_offset) else int(r.leader_offset),
+                       int(r.offset_lag), "n/a" if pd.isna(r.time_lag_ms) else int(r.time_lag_ms)]
+                      for r in part.itertuples(index=False)]
+            fig.add_trace(go.Scatter(
+                name=f"node {int(node)} · {plotly_text(str(source))}", x=[format_time(t) for t in part["time"]],
+                y=[None if pd.isna(v) else float(v) if column == "time_lag_ms" else int(v) for v in part[column]],
+                mode="lines+markers", line={"color": color[int(node)], "dash": dashes.get(str(source), "solid"),
+                                            "shape": "hv"},
+                marker={"size": 4}, customdata=custom, hovertemplate=_HOVER,
+                legendgroup=f"{node}-{source}", showlegend=row == 1), row=row, col=1)
+    if fences is not None and not fences.empty:
+        marks = fences.copy()
+        marks["time"] = utc_naive(marks["time"])
+        if node_sel is not None:
+            marks = marks[marks["broker_id"].astype(str).isin(node_sel)]
+        if lo is not None:
+            marks = marks[marks["time"] >= lo]
+        if hi is not None:
+            marks = marks[marks["time"] <= hi]
+        for event, symbol in (("fenced", "x"), ("unfenced", "circle-open")):
+            part = marks[marks["event"] == event]
+            if part.empty:
+                continue
+            fig.add_trace(go.Scatter(
+                name=event, x=[format_time(t) for t in part["time"]], y=[0] * len(part), mode="markers",
+                marker={"symbol": symbol, "size": 11, "color": "#444"},
+                text=[f"broker {int(b)} {event}" for b in part["broker_id"]],
+                hovertemplate="%{text}<br>%{x}<extra></extra>"), row=1, col=1)
+    left = lo if lo is not None else frame["time"].min()
+    right = hi if hi is not None else frame["time"].max()
+    if timeline is not None and not timeline.empty:
+        epochs = timeline.dropna(subset=["start"]).sort_values("epoch")
+        for i, r in enumerate(epochs.itertuples(index=False)):
+            s = pd.Timestamp(utc_naive(pd.Series([r.start])).iloc[0])
+            e = right if pd.isna(r.end) else pd.Timestamp(utc_naive(pd.Series([r.end])).iloc[0])
+            if e < left or s > right:
+                continue
+            fig.add_vrect(x0=format_time(max(s, left)), x1=format_time(min(e, right)), line_width=0,
+                          fillcolor=_EPOCH_SHADES[i % 2], layer="below",
+                          annotation_text=f"epoch {int(r.epoch)}: leader {int(r.leader)}",
+                          annotation_position="top left", annotation_font_size=10)
+    if stalls is not None and not stalls.empty:
+        for r in stalls.itertuples(index=False):
+            s = pd.Timestamp(utc_naive(pd.Series([r.start])).iloc[0])
+            e = pd.Timestamp(utc_naive(pd.Series([r.end])).iloc[0])
+            if e < left or s > right:
+                continue
+            fig.add_vrect(x0=format_time(s), x1=format_time(e), line_width=0, fillcolor="rgba(214,39,40,0.25)",
+                          layer="below", annotation_text=f"stall {float(r.seconds):.1f} s",
+                          annotation_position="bottom left", annotation_font_size=10)
+    fig.update_layout(title=title, height=560, margin={"l": 10, "r": 10, "t": 70, "b": 40},
+                      legend={"title": {"text": "node · source"}}, hovermode="closest")
+    fig.update_xaxes(type="date")
+    fig.update_xaxes(title_text="time (UTC)", row=2, col=1)
+    fig.update_yaxes(rangemode="tozero")
+    if lo is not None or hi is not None:
+        fig.update_xaxes(range=[format_time(left), format_time(right)], autorange=False)
+    return fig
+
+
+class QuorumDivergence(ipw.VBox):
+    """Interactive quorum offset divergence: node, source and time filters over one figure.
+
+    Parameters
+    ----------
+    offsets, stalls, timeline, fences : pandas.DataFrame
+        See :func:`figure_quorum_divergence` (the last three may be ``None``).
+    window : widgets.linking.TimeWindow, optional
+        A window shared with other views: when it moves, this view's window follows.
+
+    Attributes
+    ----------
+    node_filter, source_filter : ipywidgets.SelectMultiple
+        Nothing selected: all.
+    time_range : ipywidgets.SelectionRangeSlider
+        Over the observation times (naive UTC ``Timestamp``s).
+    figure : plotly.graph_objects.FigureWidget
+
+    Examples
+    --------
+    >>> view = QuorumDivergence(offsets_pdf, stalls_pdf, timeline_pdf, fences_pdf)  # doctest: +SKIP
+    >>> view.node_filter.value = ("2",)                                             # doctest: +SKIP
+    """
+
+    def __init__(self, offsets: pd.DataFrame, stalls: pd.DataFrame | None = None,
+                 timeline: pd.DataFrame | None = None, fences: pd.DataFrame | None = None, *,
+                 window: TimeWindow | None = None) -> None:
+        self._offsets = _prepare(offsets)
+        self._stalls, self._timeline, self._fences = stalls, timeline, fences
+        nodes = [str(n) for n in sorted({int(n) for n in self._offsets["node_id"]})]
+        sources = sorted({str(s) for s in self._offsets["source"]})
+        self.node_filter = ipw.SelectMultiple(options=nodes, value=(), rows=min(8, max(3, len(nodes))),
+                                              description="Nodes")
+        self.source_filter = ipw.SelectMultiple(options=sources, value=(), rows=min(6, max(3, len(sources))),
+                                                description="Sources")
+        stamps = sorted(pd.Timestamp(t) for t in self._offsets["time"].dropna().unique())
+        if len(stamps) > 400:
+            step = len(stamps) / 400
+            stamps = [stamps[int(i * step)] for i in range(400)] + [stamps[-1]]
+        self._stamps = stamps
+        options = [(short_time(t)[11:], t) for t in stamps] or [("(no data)", pd.Timestamp(0))]
+        self.time_range = ipw.SelectionRangeSlider(options=options, index=(0, max(0, len(options) - 1)),
+                                                   description="Time (UTC)", continuous_update=False,
+                                                   disabled=not stamps, layout=ipw.Layout(width="98%"))
+        self.status = ipw.HTML()
+        self.figure = go.FigureWidget()
+        self._refresh()
+        for control in (self.node_filter, self.source_filter, self.time_range):
+            control.observe(lambda _c: self._refresh(), names="value")
+        if window is not None:
+            window.observe(self._follow, names="range")
+        super().__init__(children=[ipw.HBox([self.node_filter, self.source_filter]),
+                                   ipw.HTML("<small>Select nothing to show all nodes / sources.</small>"),
+                                   self.time_range, self.status, self.figure])
+
+    def window(self) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
+        """The selected time window, or ``(None, None)`` when there is no data."""
+        if self.time_range.disabled:
+            return None, None
+        lo, hi = self.time_range.value
+        return pd.Timestamp(lo), pd.Timestamp(hi)
+
+    def figure_now(self) -> go.Figure:
+        """A plain (static) figure for the current control values."""
+        lo, hi = self.window()
+        return figure_quorum_divergence(self._offsets, self._stalls, self._timeline, self._fences,
+                                        nodes=self.node_filter.value or None,
+                                        sources=self.source_filter.value or None, start=lo, end=hi)
+
+    def _follow(self, change: dict) -> None:
+        if not self._stamps:
+            return
+        lo, hi = change["new"]
+        first = 0 if lo is None else max([i for i, t in enumerate(self._stamps) if t <= lo], default=0)
+        last = (len(self._stamps) - 1 if hi is None
+                else min([i for i, t in enumerate(self._stamps) if t >= hi], default=len(self._stamps) - 1))
+        self.time_range.index = (min(first, last), max(first, last))
+
+    def _refresh(self) -> None:
+        fig = self.figure_now()
+        with self.figure.batch_update():
+            self.figure.data = ()
+            self.figure.add_traces(list(fig.data))
+            self.figure.layout = fig.layout
+        lines = [t for t in fig.data if t.mode == "lines+markers"]
+        self.status.value = f"{len(lines) // 2} node/source series shown"
+
+
+def _area_view(frames: Any, window: TimeWindow | None) -> QuorumDivergence:
+    return QuorumDivergence(frames["offsets"], frames.get("stalls"), frames.get("timeline"), frames.get("fences"),
+                            window=window)
+
+
+register_view("quorum", _area_view)

@@ -1,0 +1,360 @@
+"""One investigation: a bundle, its tables, the parameters, and every area's findings.
+
+Notebooks open one with :func:`open_investigation` in their setup cell and hand it to the
+sections that follow; the composed incident report shares one across all sections, so each file
+is decoded once and every area's findings are computed once.
+
+Examples
+--------
+>>> inv = open_investigation("")            # the shipped demo bundle        # doctest: +SKIP
+>>> inv.findings().show()                                                   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import ConfigError
+from workbench.params import parse_instant
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from workbench.bundle import Bundle
+    from workbench.spark.registry import Tables
+
+_OPEN: dict[tuple, Investigation] = {}
+
+
+@dataclass
+class Investigation:
+    """A bundle under investigation, with its tables and the parameters every section reads.
+
+    Attributes
+    ----------
+    bundle : Bundle
+    spark : SparkSession
+    tables : Tables
+    params : dict
+        The notebook parameters (``start``, ``end``, ``report``, area parameters...).
+    start, end : datetime or None
+        The time window (UTC) the views open on; ``None``: the whole bundle.
+    """
+
+    bundle: Bundle
+    spark: SparkSession
+    tables: Tables
+    params: dict[str, Any] = field(default_factory=dict)
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+    _window: Any = field(default=None, repr=False)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def report(self) -> bool:
+        """Static figures for an HTML report (True) or interactive widgets (False)."""
+        return bool(self.params.get("report", False))
+
+    @property
+    def window(self) -> Any:
+        """The time window every interactive view of the notebook follows (a :class:`widgets.linking.TimeWindow`)."""
+        if self._window is None:
+            from widgets.linking import TimeWindow
+
+            self._window = TimeWindow()
+            if self.start is not None or self.end is not None:
+                self._window.set(self.start, self.end)
+        return self._window
+
+    def param(self, name: str, default: Any = None) -> Any:
+        """A parameter's value; empty strings count as not given."""
+        value = self.params.get(name, default)
+        return default if value == "" else value
+
+    def findings(self) -> DataFrame:
+        """Every registered area's findings, most severe and earliest first (computed once)."""
+        from workbench.analysis.findings import all_findings
+
+        return self.tables.derive(f"findings:{self._key()}", lambda: all_findings(self.tables, self.params))
+
+    def chains(self) -> DataFrame:
+        """The findings linked into chains (:func:`workbench.analysis.correlate.chains`), computed once."""
+        from workbench.analysis.correlate import DEFAULT_GAP_S, chains
+
+        gap = float(self.param("correlation_gap_s", DEFAULT_GAP_S))
+        return self.tables.derive(f"chains:{gap}:{self._key()}", lambda: chains(self.findings(), gap=gap))
+
+    def findings_by_area(self) -> DataFrame:
+        """Counts of findings per area, kind and severity, in area order, most severe first."""
+        from pyspark.sql import functions as F
+
+        from workbench.analysis.findings import areas, severity_rank
+
+        order = {name: i for i, name in enumerate(areas())}
+        rank = F.lit(len(order))
+        for name, i in order.items():
+            rank = F.when(F.col("area") == name, F.lit(i)).otherwise(rank)
+        return (self.findings().groupBy("area", "kind", "severity")
+                .agg(F.count("*").alias("findings"), F.countDistinct("subject").alias("subjects"),
+                     F.min("start").alias("first"), F.max(F.coalesce("end", "start")).alias("last"))
+                .orderBy(rank, severity_rank(), "kind"))
+
+    def area_titles(self) -> dict[str, str]:
+        """Every registered area's title, in area order."""
+        from workbench.analysis.findings import areas
+
+        return {name: area.title for name, area in areas().items()}
+
+    def areas_without_data(self) -> list[str]:
+        """Titles of the areas whose tables have no row in this bundle."""
+        from workbench.analysis.findings import areas
+
+        return [area.title for name, area in areas().items() if not self.has_data(name)]
+
+    def inventory_summary(self) -> DataFrame:
+        """Files and bytes per node and kind."""
+        from pyspark.sql import functions as F
+
+        return (self.tables.inventory.groupBy("node_id", "kind")
+                .agg(F.count("*").alias("files"), F.sum("bytes").alias("bytes"))
+                .orderBy("node_id", "kind"))
+
+    def parameters_table(self) -> Any:
+        """The parameters of this run and the versions that produced it, as a small pandas frame."""
+        import platform
+
+        import pandas as pd
+        import pyspark
+
+        import workbench
+
+        rows = [(k, str(v)) for k, v in sorted(self.params.items())]
+        rows += [("bundle", str(self.bundle.root)), ("workbench version", workbench.__version__),
+                 ("Spark version", pyspark.__version__), ("Python version", platform.python_version())]
+        manifest = self.bundle.manifest or {}
+        if manifest.get("kafka_version"):
+            rows.append(("Kafka version (bundle manifest)", str(manifest["kafka_version"])))
+        return pd.DataFrame(rows, columns=["name", "value"])
+
+    def overview_timeline(self, findings: Any) -> Any:
+        """The interactive findings timeline, linked to :attr:`window`; a click opens the area's view below it."""
+        import ipywidgets as ipw
+
+        from widgets.timeline import FindingsTimeline
+
+        out = ipw.Output()
+
+        def opened(finding: dict) -> None:
+            out.clear_output()
+            view = self.view(str(finding["area"]))
+            if view is not None:
+                with out:
+                    from IPython.display import display
+
+                    display(view)
+
+        titles = self.area_titles()
+        timeline = FindingsTimeline(findings, titles=titles, areas=list(titles), window=self.window, on_select=opened)
+        return ipw.VBox([timeline, out])
+
+    def view(self, area: str) -> Any:
+        """The interactive view an area registered (``widgets.linking.register_view``), following :attr:`window`."""
+        from widgets.linking import view_factories
+        from workbench.analysis.findings import areas
+
+        factory = view_factories().get(area)
+        known = areas().get(area)
+        if factory is None or known is None or known.frames is None:
+            return None
+        frames = {name: frame.toPandas() for name, frame in known.frames(self.tables, self.params).items()}
+        return factory(frames, self.window)
+
+    def summary(self) -> dict[str, Any]:
+        """The machine-readable result: findings, chains, per-area key figures, inputs and parameters."""
+        from pyspark.sql import functions as F
+
+        from workbench.analysis.correlate import chain_summaries
+        from workbench.analysis.findings import areas
+        from workbench.summary import frame_records
+
+        findings = self.findings().toPandas()
+        by_area = (self.findings().groupBy("area", "severity").agg(F.count("*").alias("n")).collect())
+        figures: dict[str, dict[str, Any]] = {}
+        for name, area in areas().items():
+            counts = {f"{r['severity']}_findings": int(r["n"]) for r in by_area if r["area"] == name}
+            extra = area.key_figures(self.tables, self.params) if area.key_figures else {}
+            figures[name] = {"title": area.title, "has_data": self.has_data(name), **counts, **extra}
+        nothing = self.nothing_to_analyse()
+        return {
+            "bundle": str(self.bundle.root),
+            "parameters": dict(self.params),
+            "nothing_to_analyse": nothing,
+            "unusable_files": frame_records(self.unusable_files().head(200)) if nothing else [],
+            "findings": frame_records(findings),
+            "chains": frame_records(chain_summaries(self.chains()).toPandas()),
+            "areas": figures,
+            "problems": int(self.tables.problems.count()),
+        }
+
+    def write_summary(self, path: str | Path) -> Path:
+        """Write :meth:`summary` as JSON (the scheduler's reading of the report)."""
+        from workbench.summary import write_json
+
+        return write_json(path, self.summary())
+
+    def _key(self) -> str:
+        return repr(sorted(self.params.items()))
+
+    def area_inputs(self) -> DataFrame:
+        """Per area: the tables it reads and how many rows each holds (an area without rows has no data)."""
+        from pyspark.sql import functions as F
+
+        from workbench.analysis.findings import areas
+
+        rows = []
+        for area in areas().values():
+            for name in area.tables:
+                rows.append((area.name, area.title, name, self.tables[name].limit(1_000_000).count()))
+        frame = self.spark.createDataFrame(rows, "area string, title string, table string, rows long")
+        return frame.orderBy(F.col("area"), "table")
+
+    def nothing_to_analyse(self) -> str | None:
+        """One sentence when no area has data in this bundle (the report's first line), else ``None``.
+
+        Such a bundle (empty, unrecognised files, nothing readable) gets a report that says so and
+        claims nothing about the cluster; :meth:`summary` carries the sentence, and the report
+        command exits 2 on it.
+
+        Examples
+        --------
+        >>> open_investigation("empty-dir/").nothing_to_analyse()   # doctest: +SKIP
+        'Nothing to analyse: the bundle holds no files, so this report cannot say whether the cluster was healthy.'
+        """
+        from workbench.analysis.findings import areas
+
+        if "nothing" not in self._cache:
+            self._cache["nothing"] = None if any(self.has_data(name) for name in areas()) else self._nothing()
+        return self._cache["nothing"]
+
+    def _nothing(self) -> str:
+        files = self.bundle.artifacts
+        known = [a for a in files if a.kind != "other"]
+        metadata = self.bundle.metadata_files
+        tail = "so this report cannot say whether the cluster was healthy."
+        if not files:
+            return f"Nothing to analyse: the bundle holds no files, {tail}"
+        count = f"{len(files)} file{'s' if len(files) != 1 else ''}"
+        if not known:
+            return (f"Nothing to analyse: none of the bundle's {count} is of a kind the workbench reads "
+                    f"(KRaft metadata logs, log segments, tool output, metric exports; listed below), {tail}")
+        if metadata:
+            return (f"Nothing to analyse: none of the bundle's {len(metadata)} KRaft metadata log "
+                    f"file{'s' if len(metadata) != 1 else ''} yielded a record, nor did anything else an analysis "
+                    f"reads (its {count} are listed below with why each was unusable), {tail}")
+        return (f"Nothing to analyse: the bundle holds no KRaft metadata log and nothing else an analysis reads "
+                f"(its {count} are listed below with why each was unusable), {tail}")
+
+    def unusable_files(self) -> Any:
+        """Every file of the bundle with why it gave no data, as a small pandas frame (path, node, kind, bytes, why).
+
+        Reads every table first, so that each file's problems are known; meant for a bundle with
+        nothing to analyse (:meth:`nothing_to_analyse`), where that is cheap.
+        """
+        if "unusable" not in self._cache:
+            self._cache["unusable"] = self._unusable_files()
+        return self._cache["unusable"].copy()
+
+    def _unusable_files(self) -> Any:
+        import pandas as pd
+
+        from workbench.errors import WorkbenchError
+        from workbench.spark.registry import table_specs
+
+        failed: list[str] = []
+        for name in table_specs():
+            try:
+                self.tables[name]
+            except WorkbenchError as exc:
+                failed.append(f"{name}: {exc}")
+        root = str(self.bundle.root)
+        why: dict[str, list[str]] = {}
+        for row in self.tables.problems.orderBy("path", "position").limit(10_000).collect():
+            path = str(row["path"] or "")
+            rel = path[len(root) + 1:] if path.startswith(root + "/") else path
+            why.setdefault(rel, []).append(f"{row['kind']} at byte {row['position']}: {row['detail']}")
+        rows = []
+        for a in self.bundle.artifacts:
+            reasons = why.pop(a.path, [])
+            if reasons:
+                more = f" (and {len(reasons) - 1} more problems)" if len(reasons) > 1 else ""
+                text = reasons[0] + more
+            elif a.kind == "other":
+                text = "not a file the workbench recognises"
+            elif a.bytes == 0:
+                text = "empty"
+            else:
+                text = "read without error, but holds nothing an analysis uses"
+            rows.append((a.path, a.node_id, a.kind, a.bytes, text))
+        for path, reasons in why.items():  # problems of files discovery could not classify
+            rows.append((path, -1, "unreadable", None, reasons[0]))
+        rows += [("(table)", -1, "table", None, f) for f in failed]
+        return pd.DataFrame(rows, columns=["path", "node_id", "kind", "bytes", "why unusable"])
+
+    def has_data(self, area: str) -> bool:
+        """Whether any table the area reads has a row."""
+        from workbench.analysis.findings import area_has_data
+
+        key = f"has_data:{area}"
+        if key not in self._cache:
+            self._cache[key] = area_has_data(self.tables, area)
+        return self._cache[key]
+
+
+def open_investigation(bundle: str | Path | None = "", *, spark: SparkSession | None = None,
+                       params: Mapping[str, Any] | None = None, **options: Any) -> Investigation:
+    """Open a bundle for investigation (the shipped demo bundle when ``bundle`` is empty).
+
+    Parameters
+    ----------
+    bundle : str or path
+        A bundle directory or archive; empty: the demo bundle (a real incident captured from Kafka).
+    spark : SparkSession, optional
+        Default: :func:`workbench.session`.
+    params : mapping, optional
+        Notebook parameters (a notebook passes ``globals()``: names starting with ``_`` and values
+        that are not plain strings, numbers or booleans are left out); ``start`` and ``end`` set the
+        window (checked here, before any Spark work).
+    **options
+        Load options (:func:`workbench.load`).
+
+    Returns
+    -------
+    Investigation
+        The same object for the same bundle, parameters and session (sections of one report share it).
+    """
+    from workbench.bundle import open_bundle
+    from workbench.demo import demo_bundle_path
+    from workbench.session import session
+    from workbench.spark.registry import load
+
+    values = {k: v for k, v in (params or {}).items()
+              if not k.startswith("_") and isinstance(v, str | int | float | bool) and k != "bundle"}
+    start = parse_instant(values.get("start"), "start")
+    end = parse_instant(values.get("end"), "end")
+    if start is not None and end is not None and start > end:
+        raise ConfigError(f"time window: start {start.isoformat()} is after end {end.isoformat()}")
+    path = Path(bundle) if bundle not in (None, "") else demo_bundle_path()
+    spark = spark or session()
+    key = (id(spark), str(Path(path).resolve()), repr(sorted(values.items(), key=lambda kv: kv[0])),
+           repr(sorted(options.items())))
+    found = _OPEN.get(key)
+    if found is not None:
+        return found
+    opened = open_bundle(path)
+    inv = Investigation(opened, spark, load(opened, spark, **options), values, start, end)
+    _OPEN[key] = inv
+    return inv

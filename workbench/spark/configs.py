@@ -1,0 +1,259 @@
+"""``configs``: effective static and dynamic configuration, one row per setting as a bundle records it.
+
+Name
+    ``configs`` (derived: no data source of its own).
+Reads
+    ``server_properties`` artifacts (``server.properties``, ``broker.properties``,
+    ``controller.properties``; read on the driver, they are small) and the ``metadata`` table's
+    ``ConfigRecord`` rows.
+Options
+    ``strict``; ``config_secrets`` (default False: values of settings whose name looks secret —
+    ``password``, ``secret``, ``jaas.config``, ``credential``, ``token``, a name ending in
+    ``.key`` — are replaced by ``[hidden]`` and ``sensitive`` is true; True keeps them).
+Partitioning
+    Static settings: one small DataFrame; dynamic ones: the ``metadata`` table's partitions.
+
+Columns:
+
+* ``scope``: ``static`` (a node's properties file), ``dynamic_broker`` (``ConfigRecord`` of
+  resource type BROKER with a broker id), ``dynamic_cluster_default`` (BROKER with an empty
+  name: ``kafka-configs --entity-default``), ``topic``, ``broker_logger``, ``client_metrics``,
+  ``group``, or ``unknown`` for other resource types;
+* ``resource_type`` (``node`` for static settings, else Kafka's resource type in lower case) and
+  ``resource_name`` (the node id, broker id, topic, ...; ``""`` for cluster defaults);
+* ``name``, ``value`` (null: the dynamic setting was deleted, Kafka's ``--delete-config``),
+  ``sensitive``;
+* ``time``: the record's timestamp (for a snapshot's records, when the snapshot was written:
+  the value was in effect at its end offset); null for static settings;
+* ``offset``: the record's metadata log offset; a snapshot's end offset for records read from
+  a snapshot; null for static settings and bootstrap records;
+* ``source``: ``properties`` (a node's file), ``log``, ``snapshot`` or ``bootstrap``;
+* ``node_id``: the node whose file holds the setting (dynamic records: the lowest node id of
+  the replicas holding it) and ``replicas``: how many nodes' metadata replicas hold the same
+  record (each record is one row however many replicas hold it); ``cluster_id``: the cluster of
+  those nodes, from their ``meta.properties`` (a bundle may hold several clusters, as
+  MirrorMaker 2's does; null when unknown); ``path``: one file holding it.
+
+Examples
+--------
+>>> tables.configs.where("name = 'min.insync.replicas'").orderBy("time").show()     # doctest: +SKIP
+>>> static_config(tables, "min.insync.replicas").show()                              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workbench.spark.registry import Built, register_table
+from workbench.spark.source import PROBLEMS_SCHEMA
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from pyspark.sql import DataFrame
+
+    from workbench.spark.registry import BuildContext
+
+CONFIGS_SCHEMA = (
+    "scope string, resource_type string, resource_name string, name string, value string, sensitive boolean, "
+    "time timestamp, offset long, source string, node_id int, replicas int, cluster_id string, path string"
+)
+
+#: ``ConfigRecord.resourceType`` codes (``org.apache.kafka.common.config.ConfigResource.Type``).
+RESOURCE_TYPES = {2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metrics", 32: "group"}
+
+#: Setting names whose values are hidden unless ``config_secrets=True``.
+SECRET_NAME = re.compile(r"password|secret|jaas\.config|credential|token|\.key$", re.IGNORECASE)
+HIDDEN = "[hidden]"
+
+_SOURCES = {"segment": "log", "snapshot": "snapshot", "bootstrap": "bootstrap"}
+
+
+def is_secret(name: str) -> bool:
+    """Whether a setting's value is hidden by default.
+
+    Examples
+    --------
+    >>> is_secret("ssl.keystore.password"), is_secret("sasl.jaas.config"), is_secret("min.insync.replicas")
+    (True, True, False)
+    """
+    return bool(SECRET_NAME.search(name))
+
+
+def node_clusters(ctx: BuildContext) -> dict[int, str]:
+    """Cluster id of each node (:meth:`workbench.bundle.Bundle.node_clusters`)."""
+    return ctx.bundle.node_clusters()
+
+
+def static_rows(ctx: BuildContext) -> tuple[list[tuple], list[tuple]]:
+    """Rows of every node's properties file, and the problems met reading them."""
+    from workbench.formats.kraft_files import read_properties_file
+    from workbench.formats.problems import ProblemLog
+
+    rows: list[tuple] = []
+    problems: list[tuple] = []
+    strict = bool(ctx.option("strict", False))
+    clusters = node_clusters(ctx)
+    for artifact in ctx.bundle.of_kind("server_properties"):
+        path = str(ctx.bundle.root / artifact.path)
+        log = ProblemLog(path, strict=strict)
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            log.report(0, "unreadable", f"cannot read file: {exc}")
+            data = b""
+        props = read_properties_file(data, path, log) if data or not log.problems else {}
+        node = artifact.node_id
+        if node < 0:  # outside a node's directory: the file names its node
+            own = props.get("node.id", props.get("broker.id", ""))
+            node = int(own) if own.strip().lstrip("-").isdigit() else -1
+        for name, value in props.items():
+            rows.append(("static", "node", str(node), name, value, None, None, None, "properties", node, 1,
+                         clusters.get(node), path))
+        problems += [(node, p.path, p.position, p.kind, p.detail) for p in log.problems]
+    return rows, problems
+
+
+def config_record_fields(metadata: DataFrame) -> DataFrame:
+    """The ``ConfigRecord`` rows of the ``metadata`` table with ``resource_type_code, resource_name,
+    name, value`` read from their ``fields`` JSON (the one place that reads them: switch it to
+    typed columns when the ``metadata`` table has them).
+
+    Returns
+    -------
+    DataFrame
+        ``node_id, path, file_kind, file_offset, offset, timestamp, resource_type_code, resource_name,
+        name, value``.
+    """
+    from pyspark.sql import functions as F
+
+    fields = "resourceType int, resourceName string, name string, value string"
+    return (metadata.where(F.col("record_type") == "ConfigRecord")
+            .select("node_id", "path", "file_kind", "file_offset", "offset", "timestamp",
+                    F.from_json("fields", fields).alias("f"))
+            .select("node_id", "path", "file_kind", "file_offset", "offset", "timestamp",
+                    F.col("f.resourceType").alias("resource_type_code"),
+                    F.col("f.resourceName").alias("resource_name"), F.col("f.name").alias("name"),
+                    F.col("f.value").alias("value")))
+
+
+def dynamic_configs(metadata: DataFrame, clusters: Mapping[int, str] | None = None) -> DataFrame:
+    """``ConfigRecord`` records as rows of :data:`CONFIGS_SCHEMA` (before hiding secrets), one per
+    record of each cluster (``clusters``: node id -> cluster id)."""
+    from pyspark.sql import functions as F
+
+    rec = config_record_fields(metadata)
+    cluster = F.lit(None).cast("string")
+    for node, cid in sorted((clusters or {}).items()):
+        cluster = F.when(F.col("node_id") == node, F.lit(cid)).otherwise(cluster)
+    rec = rec.withColumn("cluster_id", cluster)
+    code = F.col("resource_type_code")
+    rtype = F.lit(None).cast("string")
+    for number, label in RESOURCE_TYPES.items():
+        rtype = F.when(code == number, F.lit(label)).otherwise(rtype)
+    scope = (F.when((code == 4) & (F.coalesce(F.col("resource_name"), F.lit("")) == ""), "dynamic_cluster_default")
+             .when(code == 4, "dynamic_broker").when(code.isin(*RESOURCE_TYPES), rtype).otherwise("unknown"))
+    source = F.coalesce(*[F.when(F.col("file_kind") == k, F.lit(v)) for k, v in _SOURCES.items()], F.lit("log"))
+    offset = (F.when(source == "log", F.col("offset")).when(source == "snapshot", F.col("file_offset"))
+              .otherwise(F.lit(None).cast("long")))
+    keyed = rec.select(scope.alias("scope"), F.coalesce(rtype, F.concat(F.lit("type_"), code.cast("string")))
+                       .alias("resource_type"), "resource_name", "name", "value", source.alias("source"),
+                       offset.alias("offset"), "timestamp", "node_id", "cluster_id", "path")
+    key = ["cluster_id", "scope", "resource_type", "resource_name", "name", "value", "source", "offset"]
+    grouped = keyed.groupBy(*key).agg(
+        F.min("timestamp").alias("time"), F.min("node_id").alias("node_id"),
+        F.countDistinct("node_id").cast("int").alias("replicas"),
+        F.min(F.struct("node_id", "path")).alias("first"))
+    return grouped.select("scope", "resource_type", "resource_name", "name", "value",
+                          F.lit(False).alias("sensitive"), "time", "offset", "source", "node_id", "replicas",
+                          "cluster_id", F.col("first.path").alias("path"))
+
+
+def hide_secrets(configs: DataFrame) -> DataFrame:
+    """``configs`` with the values of secret-looking settings replaced by ``[hidden]`` (``sensitive`` true)."""
+    from pyspark.sql import functions as F
+
+    secret = F.coalesce(F.lower("name").rlike(SECRET_NAME.pattern), F.lit(False))
+    return configs.withColumn("sensitive", secret).withColumn(
+        "value", F.when(secret & F.col("value").isNotNull(), F.lit(HIDDEN)).otherwise(F.col("value")))
+
+
+def build_configs(ctx: BuildContext) -> Built:
+    """Static settings of every properties file, then every ``ConfigRecord`` of the metadata log."""
+    spark = ctx.spark
+    rows, problems = static_rows(ctx)
+    static = spark.createDataFrame(rows, CONFIGS_SCHEMA)
+    dynamic = (dynamic_configs(ctx.tables["metadata"], node_clusters(ctx)) if ctx.bundle.metadata_files
+               else spark.createDataFrame([], CONFIGS_SCHEMA))
+    out = static.unionByName(dynamic)
+    if not ctx.option("config_secrets", False):
+        out = hide_secrets(out)
+    return Built(out, spark.createDataFrame(problems, PROBLEMS_SCHEMA))
+
+
+def static_config(tables: Mapping[str, DataFrame], name: str) -> DataFrame:
+    """The value of one static setting in every node's properties file.
+
+    Parameters
+    ----------
+    tables
+        From :func:`workbench.load`.
+    name
+        The setting (``min.insync.replicas``).
+
+    Returns
+    -------
+    DataFrame
+        ``node_id int, value string, path string``: one row per properties file that sets it
+        (a node whose file does not set it has no row: Kafka's default applies).
+
+    Examples
+    --------
+    >>> static_config(tables, "min.insync.replicas").collect()          # doctest: +SKIP
+    [Row(node_id=4, value='2', path='.../nodes/4/config/server.properties'), ...]
+    """
+    from pyspark.sql import functions as F
+
+    return (tables["configs"].where((F.col("scope") == "static") & (F.col("name") == name))
+            .select("node_id", "value", "path").orderBy("node_id", "path"))
+
+
+def effective_configs(configs: DataFrame, at: Any = None) -> DataFrame:
+    """The settings in effect (at time ``at``, a timestamp or ISO string; default: the end of the
+    bundle): per cluster, scope, resource and name, the static value, or the last dynamic record (by
+    offset; a record read from a snapshot counts at the snapshot's end offset) unless it deleted
+    the setting.
+
+    Returns
+    -------
+    DataFrame
+        Rows of :data:`CONFIGS_SCHEMA`, one per setting in effect.
+
+    Examples
+    --------
+    >>> effective_configs(tables.configs).where("resource_type = 'topic'").show()   # doctest: +SKIP
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    dynamic = configs.where(F.col("scope") != "static")
+    if at is not None:
+        dynamic = dynamic.where(F.col("time").isNull() | (F.col("time") <= F.lit(at).cast("timestamp")))
+    rank = F.when(F.col("source") == "snapshot", F.col("offset") * 2 - 1).otherwise(F.col("offset") * 2)
+    order = Window.partitionBy("cluster_id", "scope", "resource_type", "resource_name", "name").orderBy(
+        F.coalesce(rank, F.lit(-1)).desc(), F.col("time").desc_nulls_last())
+    latest = (dynamic.withColumn("_n", F.row_number().over(order)).where(F.col("_n") == 1).drop("_n")
+              .where(F.col("value").isNotNull()))
+    return configs.where(F.col("scope") == "static").unionByName(latest)
+
+
+TABLE = register_table(
+    "configs",
+    row="static setting of a node's properties file, or dynamic ConfigRecord of the metadata log",
+    schema=CONFIGS_SCHEMA,
+    kinds=("server_properties",),
+    build=build_configs,
+    options=("config_secrets",),
+)

@@ -1,0 +1,426 @@
+"""The table registry: every table a bundle can give, declared by the module that builds it.
+
+A table module under ``workbench/spark/`` calls :func:`register_table` at import time with the
+table's name, the artifact kinds it reads, its schema, a one-line "one row per ..." and either a
+Spark data source (:class:`~workbench.spark.source.ArtifactSource`) plus a function choosing the
+bundle's files, or a ``build`` function of its own (for tables derived from other tables or
+read from a few small files on the driver). :func:`load` returns a :class:`Tables` mapping
+that builds a table the first time it is asked for, so a new question adds a module and edits
+no central list, and asking for one table never decodes the others.
+
+A table read from files is read once per :class:`Tables`: the read is persisted (memory, then
+disk) and split into the table's rows and the problems met reading them; ``tables.problems``
+is the union of the bundle's discovery problems and the problems of every table built so far.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import ConfigError
+from workbench.spark.source import PROBLEMS_SCHEMA, ArtifactSource, column_names, files_option
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from workbench.bundle import Artifact, Bundle
+
+#: Options every table understands.
+COMMON_OPTIONS = frozenset({"strict"})
+
+
+@dataclass(frozen=True)
+class Built:
+    """A built table: its rows, and the problems met building it (None: it cannot have any)."""
+
+    rows: DataFrame
+    problems: DataFrame | None = None
+    persisted: DataFrame | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """How one table is built.
+
+    Attributes
+    ----------
+    name : str
+        The key in :class:`Tables` (``"offsets"``).
+    row : str
+        What one row is ("one offset commit or tombstone of ``__consumer_offsets``").
+    schema : str
+        The columns, as a Spark DDL string; the code's single definition of them.
+    kinds : tuple of str
+        The artifact kinds (:data:`workbench.bundle.KINDS`) the table reads; empty for derived tables.
+    source : type of ArtifactSource, optional
+        The data source reading the files chosen by ``select``.
+    select : callable, optional
+        ``select(bundle) -> list of Artifact``: the files ``source`` reads (default: every
+        artifact of ``kinds``).
+    build : callable, optional
+        ``build(ctx: BuildContext) -> DataFrame | Built``, for tables without a source.
+    options : frozenset of str
+        The load options the table takes besides ``strict`` (``verify_crc``, ``payloads``...).
+    persist : bool
+        Keep the read for the life of the :class:`Tables` (decode each file once). Off for tables
+        too large to keep, such as ``records``.
+    """
+
+    name: str
+    row: str
+    schema: str
+    kinds: tuple[str, ...] = ()
+    source: type[ArtifactSource] | None = None
+    select: Callable[[Bundle], Sequence[Artifact]] | None = None
+    build: Callable[[BuildContext], Any] | None = None
+    options: frozenset[str] = frozenset()
+    persist: bool = True
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The column names, in order."""
+        return column_names(self.schema)
+
+
+_REGISTRY: dict[str, TableSpec] = {}
+_DISCOVERED = False
+_LOCK = threading.Lock()
+_NOT_TABLE_MODULES = frozenset({"registry", "replay", "source"})
+
+
+def register_table(
+    name: str,
+    *,
+    row: str,
+    schema: str,
+    kinds: Sequence[str] = (),
+    source: type[ArtifactSource] | None = None,
+    select: Callable[[Bundle], Sequence[Artifact]] | None = None,
+    build: Callable[[BuildContext], Any] | None = None,
+    options: Sequence[str] = (),
+    persist: bool = True,
+) -> TableSpec:
+    """Declare a table (called by its module at import time); returns its spec.
+
+    Exactly one of ``source`` and ``build`` is given. Registering a name twice with a different
+    spec is an error (two modules claiming one table).
+
+    Examples
+    --------
+    >>> from workbench.spark.registry import register_table, table_spec
+    >>> spec = table_spec("batches")
+    >>> spec.row
+    'record batch of every log segment and snapshot'
+    """
+    if (source is None) == (build is None):
+        raise ConfigError(f"table {name!r}: give exactly one of source= and build=")
+    if name == "problems":
+        raise ConfigError("'problems' is built by Tables itself from every table's problems")
+    spec = TableSpec(name=name, row=row, schema=schema, kinds=tuple(kinds), source=source, select=select,
+                     build=build, options=frozenset(options), persist=persist)
+    with _LOCK:
+        old = _REGISTRY.get(name)
+        if old is not None and old != spec:
+            raise ConfigError(f"table {name!r} is registered twice ({old.source or old.build} and {source or build})")
+        _REGISTRY[name] = spec
+    return spec
+
+
+def unregister_table(name: str) -> None:
+    """Forget a registered table (for tests that register a table of their own)."""
+    with _LOCK:
+        _REGISTRY.pop(name, None)
+
+
+def _discover() -> None:
+    """Import every table module of the ``workbench.spark`` package once (they register themselves)."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    here = Path(__file__).resolve().parent
+    package = __name__.rpartition(".")[0]
+    for info in pkgutil.iter_modules([str(here)]):
+        if info.name.startswith("_") or info.name in _NOT_TABLE_MODULES:
+            continue
+        importlib.import_module(f"{package}.{info.name}")
+    _DISCOVERED = True
+
+
+def table_specs() -> dict[str, TableSpec]:
+    """Every registered table, by name (in name order).
+
+    Examples
+    --------
+    >>> {"inventory", "metadata", "batches", "metrics"} <= set(table_specs())
+    True
+    """
+    _discover()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def table_spec(name: str) -> TableSpec:
+    """The spec of one table; a one-line error names the tables there are."""
+    specs = table_specs()
+    if name not in specs:
+        raise ConfigError(f"no table named {name!r}; tables: {', '.join(['problems', *specs])}")
+    return specs[name]
+
+
+def register_sources(spark: SparkSession) -> None:
+    """Register every table's data source with ``spark`` (registration is per session)."""
+    seen: set[type] = set()
+    for spec in table_specs().values():
+        if spec.source is not None and spec.source not in seen:
+            spark.dataSource.register(spec.source)
+            seen.add(spec.source)
+
+
+@dataclass
+class BuildContext:
+    """What a table's ``build`` function gets: the bundle, the session, the options and the other tables."""
+
+    bundle: Bundle
+    spark: SparkSession
+    options: Mapping[str, Any]
+    tables: Tables
+
+    def option(self, name: str, default: Any = None) -> Any:
+        """A load option's value."""
+        return self.options.get(name, default)
+
+    def empty(self, schema: str) -> DataFrame:
+        """An empty DataFrame of ``schema``."""
+        return self.spark.createDataFrame([], schema)
+
+    def read(self, spec: TableSpec, artifacts: Sequence[Artifact], **options: Any) -> Built:
+        """Read ``artifacts`` with ``spec.source``: rows and problems from one pass over each file."""
+        return read_table(self.spark, self.bundle, spec, artifacts, strict=bool(self.option("strict", False)),
+                          persist=spec.persist, **options)
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def read_table(spark: SparkSession, bundle: Bundle, spec: TableSpec, artifacts: Sequence[Artifact], *,
+               strict: bool = False, persist: bool = True, **options: Any) -> Built:
+    """Read files with a table's data source and split the one pass into rows and problems.
+
+    Parameters
+    ----------
+    spark, bundle
+        The session and the bundle the artifacts belong to.
+    spec
+        A spec with a ``source``.
+    artifacts
+        The files to read (none: empty rows and problems).
+    strict
+        Raise at the first unreadable byte.
+    persist
+        Persist the read so that rows and problems come from one decode of each file.
+    **options
+        Further source options (values become strings).
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    if spec.source is None:
+        raise ConfigError(f"table {spec.name!r} has no data source")
+    if not artifacts:
+        return Built(spark.createDataFrame([], spec.schema), spark.createDataFrame([], PROBLEMS_SCHEMA))
+    reader = (spark.read.format(spec.source.name()).option("files", files_option(bundle, artifacts))
+              .option("strict", _option_text(strict)))
+    for key, value in options.items():
+        if value is not None:
+            reader = reader.option(key, _option_text(value))
+    raw = reader.load()
+    if persist:
+        raw = raw.persist(StorageLevel.MEMORY_AND_DISK)
+    rows = raw.where(F.col("_problem_kind").isNull()).select(*spec.columns)
+    problems = raw.where(F.col("_problem_kind").isNotNull()).select(
+        F.col("_problem_node").alias("node_id"), F.col("_problem_path").alias("path"),
+        F.col("_problem_position").alias("position"), F.col("_problem_kind").alias("kind"),
+        F.col("_problem_detail").alias("detail"))
+    return Built(rows, problems, raw if persist else None)
+
+
+class Tables(Mapping[str, "DataFrame"]):
+    """The tables of one bundle, built on first use (``tables["offsets"]`` or ``tables.offsets``).
+
+    Iterating gives every registered table's name plus ``problems``; only the tables actually
+    asked for are read. ``problems`` is computed afresh at each access from the tables built so
+    far, so ask for it last (a report's appendix does).
+
+    Examples
+    --------
+    >>> tables = workbench.load(workbench.open_bundle("bundle/"), spark)   # doctest: +SKIP
+    >>> tables["metadata"].groupBy("record_type").count().show()          # doctest: +SKIP
+    >>> tables.built                                                      # doctest: +SKIP
+    ('metadata',)
+    """
+
+    def __init__(self, bundle: Bundle, spark: SparkSession, options: Mapping[str, Any] | None = None) -> None:
+        self.bundle = bundle
+        self.spark = spark
+        self.options = dict(options or {})
+        self._built: dict[str, Built] = {}
+        self._building: list[str] = []
+        self._derived: dict[str, DataFrame] = {}
+        known = COMMON_OPTIONS.union(*(s.options for s in table_specs().values()))
+        unknown = sorted(set(self.options) - known)
+        if unknown:
+            raise ConfigError(f"unknown load option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        register_sources(spark)
+
+    # -- Mapping ----------------------------------------------------------------------------
+
+    def __getitem__(self, name: str) -> DataFrame:
+        if name == "problems":
+            return self.problems
+        return self._build(name).rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["problems", *table_specs()])
+
+    def __len__(self) -> int:
+        return len(table_specs()) + 1
+
+    def __contains__(self, name: object) -> bool:
+        return name == "problems" or name in table_specs()
+
+    def __getattr__(self, name: str) -> DataFrame:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name in table_specs():
+            return self[name]
+        raise AttributeError(f"{type(self).__name__} has no table or attribute {name!r}")
+
+    def __repr__(self) -> str:
+        return f"Tables({self.bundle.root}, built={list(self._built)})"
+
+    # -- building ---------------------------------------------------------------------------
+
+    @property
+    def built(self) -> tuple[str, ...]:
+        """Names of the tables built so far, in build order."""
+        return tuple(self._built)
+
+    def _build(self, name: str) -> Built:
+        if name in self._built:
+            return self._built[name]
+        spec = table_spec(name)
+        if name in self._building:
+            raise ConfigError(f"tables build each other in a circle: {' -> '.join([*self._building, name])}")
+        self._building.append(name)
+        try:
+            ctx = BuildContext(self.bundle, self.spark, self.options, self)
+            if spec.build is not None:
+                result = spec.build(ctx)
+                built = result if isinstance(result, Built) else Built(result)
+            else:
+                chosen = spec.select(self.bundle) if spec.select else self.bundle.of_kind(*spec.kinds)
+                opts = {k: self.options[k] for k in spec.options if k in self.options}
+                built = ctx.read(spec, list(chosen), **opts)
+        finally:
+            self._building.pop()
+        self._built[name] = built
+        return built
+
+    def problems_of(self, name: str) -> DataFrame:
+        """The problems met building one table (built now if it was not yet)."""
+        built = self._build(name)
+        return built.problems if built.problems is not None else self.spark.createDataFrame([], PROBLEMS_SCHEMA)
+
+    @property
+    def problems(self) -> DataFrame:
+        """Discovery problems and the problems of every table built so far (rows of ``PROBLEMS_SCHEMA``)."""
+        out = self.spark.createDataFrame(
+            [(-1, p.path, p.position, p.kind, p.detail) for p in self.bundle.problems], PROBLEMS_SCHEMA)
+        for built in self._built.values():
+            if built.problems is not None:
+                out = out.unionByName(built.problems)
+        return out.dropDuplicates()
+
+    def derive(self, key: str, compute: Callable[[], DataFrame]) -> DataFrame:
+        """A result computed from these tables once and kept with them (persisted), under ``key``.
+
+        Analyses use it for intermediate results several consumers need (the ISR state intervals
+        feed the findings, the notebook's timeline and the report's summary alike).
+
+        Examples
+        --------
+        >>> states = tables.derive("isr.partition_states", lambda: partition_states(tables.metadata))  # doctest: +SKIP
+        """
+        from pyspark import StorageLevel
+
+        if key not in self._derived:
+            self._derived[key] = compute().persist(StorageLevel.MEMORY_AND_DISK)
+        return self._derived[key]
+
+    def unpersist(self) -> None:
+        """Drop every persisted read (the tables are read again if asked for later)."""
+        for built in self._built.values():
+            if built.persisted is not None:
+                built.persisted.unpersist()
+        for frame in self._derived.values():
+            frame.unpersist()
+        self._built.clear()
+        self._derived.clear()
+
+
+_SESSION_TABLES: dict[tuple, Tables] = {}
+
+
+def load(bundle: Bundle, spark: SparkSession, *, strict: bool = False, **options: Any) -> Tables:
+    """The tables of a bundle, built on first use and kept for the life of the session.
+
+    Nothing is read until a table is asked for and evaluated; reading is spread over Spark
+    tasks, one per file (large segments split). Loading the same bundle again with the same
+    options in the same session returns the same :class:`Tables`, so a report that asks for a
+    table in several sections decodes each file once.
+
+    Parameters
+    ----------
+    bundle : Bundle
+        From :func:`workbench.open_bundle`.
+    spark : SparkSession
+        From :func:`workbench.session` (the tables' data sources are registered if needed).
+    strict : bool
+        Raise at the first unreadable byte instead of recording a problem.
+    **options
+        Options of particular tables: ``verify_crc`` (``batches``: check every batch's CRC-32C,
+        the default; ``False`` reads headers only and leaves ``crc_valid`` null), ``payloads``
+        (``records``)... Unknown options are refused.
+
+    Returns
+    -------
+    Tables
+
+    Examples
+    --------
+    >>> tables = load(open_bundle("bundle/"), spark)                  # doctest: +SKIP
+    >>> tables.metadata.groupBy("record_type").count().show()          # doctest: +SKIP
+    """
+    opts = {"strict": bool(strict), **options}
+    fingerprint = tuple((a.path, a.bytes) for a in bundle.artifacts)
+    key = (id(spark), str(bundle.root), fingerprint, tuple(sorted((k, repr(v)) for k, v in opts.items())))
+    tables = _SESSION_TABLES.get(key)
+    if tables is None or tables.spark is not spark or _stopped(spark):
+        tables = Tables(bundle, spark, opts)
+        _SESSION_TABLES[key] = tables
+    return tables
+
+
+def _stopped(spark: SparkSession) -> bool:
+    try:
+        return spark.sparkContext._jsc is None  # type: ignore[union-attr]
+    except Exception:  # Spark Connect sessions have no SparkContext
+        return False

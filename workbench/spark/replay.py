@@ -1,0 +1,332 @@
+"""Replaying a log per key inside Spark: sorted rows, Arrow batches, a state machine that carries over.
+
+Many questions are answered by replaying a log in order, one state per key: a partition's ISR
+from its metadata records, a consumer group's committed offsets, a mirrored partition's
+checkpoints, a remote segment's lifecycle. :func:`replay_by_key` is the one way the workbench
+runs such a replay on a DataFrame:
+
+1. a first ``mapInArrow`` pass (no shuffle) gathers a task's rows a few hundred thousand at a
+   time, sorts them by key and replay order (Arrow's sort) and packs each key's run of rows into
+   one binary cell, an Arrow IPC message: a run, not a row, is what Spark handles from here on;
+2. the runs are hash-partitioned by key (``repartition``), so each key lives in one Spark
+   partition, and sorted by key and first row within it (``sortWithinPartitions``, an external
+   sort that spills rather than grows);
+3. a second ``mapInArrow`` pass unpacks the runs in order and hands them to a
+   :class:`KeyedReplay` (one per Spark partition, made by the caller's factory) as Arrow record
+   batches of a few tens of thousands of rows, each with a boolean array marking the rows that
+   start a new key (the first row of a batch is compared with the last row of the previous one);
+   the replay returns output rows as Arrow batches. Its state lives between calls, so a key whose
+   rows span two batches is replayed as one; :meth:`KeyedReplay.finish` closes the last key.
+
+Spark's per-row costs (row format, shuffle, sort, Arrow conversion) are what make a naive
+``repartition``/``sortWithinPartitions``/``mapInArrow`` replay slow; packing pays them per run.
+Two runs of one key overlap in replay order only when their tasks' inputs interleave (e.g. rows
+coming out of another shuffle); the key's runs are then gathered and sorted before the replay
+sees them, which costs memory in proportion to that key's rows.
+
+A replay typically keeps its state in a few NumPy arrays and does the work in one compiled
+(numba) function per batch, over the batch's columns as arrays: memory is bounded by one batch
+and one key's state, whatever the log size, and the rows never become Python objects.
+:mod:`workbench.analysis.isr_kernel` is the worked example.
+
+Examples
+--------
+A running count per key (a real replay would hand the arrays to a compiled function):
+
+>>> class Count:
+...     def __init__(self):
+...         self.key, self.n = None, 0
+...     def step(self, batch, starts):
+...         import pyarrow as pa
+...         keys, out = batch.column("k").to_pylist(), []
+...         for key, start in zip(keys, starts):
+...             if start and self.key is not None:
+...                 out.append((self.key, self.n))
+...                 self.n = 0
+...             self.key, self.n = key, self.n + 1
+...         return pa.RecordBatch.from_pylist([{"k": k, "n": n} for k, n in out], schema=pa.schema(
+...             [("k", pa.string()), ("n", pa.int64())])) if out else None
+...     def finish(self):
+...         import pyarrow as pa
+...         return None if self.key is None else pa.RecordBatch.from_pylist(
+...             [{"k": self.key, "n": self.n}], schema=pa.schema([("k", pa.string()), ("n", pa.int64())]))
+>>> df = spark.createDataFrame([("a", 1), ("b", 2), ("a", 3)], "k string, t int")   # doctest: +SKIP
+>>> replay_by_key(df, ["k"], ["t"], "k string, n long", Count).orderBy("k").collect()  # doctest: +SKIP
+[Row(k='a', n=2), Row(k='b', n=1)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+__all__ = ["KeyedReplay", "PACK_ROWS", "STEP_ROWS", "key_starts", "replay_by_key"]
+
+
+class KeyedReplay(Protocol):
+    """A state machine fed the sorted rows of one Spark partition, batch by batch."""
+
+    def step(self, batch: pa.RecordBatch, starts: np.ndarray) -> pa.RecordBatch | None:
+        """Replay ``batch``; ``starts[i]`` is true where row ``i`` begins a new key. Returns output rows."""
+
+    def finish(self) -> pa.RecordBatch | None:
+        """Close the last key (called once, after the last batch). Returns output rows."""
+
+
+def key_starts(batch: pa.RecordBatch, keys: Sequence[str], previous: tuple | None) -> np.ndarray:
+    """Rows of ``batch`` whose key differs from the row before (the first row: from ``previous``).
+
+    Nulls compare equal to nulls. ``previous`` is the last key of the previous batch (``None``
+    for the first batch).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> b = pa.RecordBatch.from_pydict({"t": ["a", "a", "b", None, None], "p": [0, 0, 0, 1, 1]})
+    >>> key_starts(b, ["t", "p"], ("a", 0)).tolist()
+    [False, False, True, True, False]
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+    starts = np.zeros(n, np.bool_)
+    if n == 0:
+        return starts
+    first = tuple(batch.column(k)[0].as_py() for k in keys)
+    starts[0] = previous is None or first != previous
+    if n > 1:
+        for k in keys:
+            col = batch.column(k)
+            a, b = col.slice(1), col.slice(0, n - 1)
+            differ = pc.fill_null(pc.not_equal(a, b), True)
+            both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+            differ = pc.and_(differ, pc.invert(both_null))
+            starts[1:] |= differ.to_numpy(zero_copy_only=False)
+    return starts
+
+
+#: Input rows gathered by a packing task before it sorts them and cuts them into runs per key.
+PACK_ROWS = 1 << 19
+#: Rows handed to :meth:`KeyedReplay.step` at a time (runs of several keys concatenated).
+STEP_ROWS = 1 << 16
+_PAYLOAD = "_run"
+_FIRST = "_first_"
+_NULL = "_null_"
+
+
+def _arrow_type(dtype: Any) -> Any:
+    """The Arrow type Spark's ``mapInArrow`` uses for a Spark SQL type (the ones replays need)."""
+    import pyarrow as pa
+    from pyspark.sql import types as T
+
+    simple = {T.IntegerType: pa.int32(), T.LongType: pa.int64(), T.ShortType: pa.int16(), T.ByteType: pa.int8(),
+              T.BooleanType: pa.bool_(), T.DoubleType: pa.float64(), T.FloatType: pa.float32(),
+              T.StringType: pa.string(), T.BinaryType: pa.binary(), T.DateType: pa.date32(),
+              T.TimestampType: pa.timestamp("us", tz="UTC")}
+    for cls, arrow in simple.items():
+        if isinstance(dtype, cls):
+            return arrow
+    if isinstance(dtype, T.ArrayType):
+        return pa.list_(_arrow_type(dtype.elementType))
+    if isinstance(dtype, T.StructType):
+        return pa.struct([pa.field(f.name, _arrow_type(f.dataType)) for f in dtype.fields])
+    from workbench.errors import ConfigError
+
+    raise ConfigError(f"replay_by_key cannot carry a column of type {dtype.simpleString()}")
+
+
+def _pack(keys: list[str], order: list[str], arrays: list[str], schema: Any,
+          chunk_rows: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The packing task: sorted runs of each key's rows, one Arrow IPC message per run."""
+
+    def pack_chunk(batches: list[Any]) -> Any:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        table = pa.Table.from_batches(batches).combine_chunks()
+        for name in arrays:  # restore the nulls of array columns (shipped as empty arrays and a flag)
+            col = table.column(name).chunk(0)
+            flag = table.column(_NULL + name).chunk(0)
+            restored = pa.ListArray.from_arrays(col.offsets, col.values, type=col.type, mask=flag)
+            table = table.set_column(table.schema.get_field_index(name), name, restored)
+        table = table.select(schema.names).cast(schema)
+        idx = pc.sort_indices(table, sort_keys=[(c, "ascending") for c in keys + order])
+        table = table.take(idx)
+        batch = table.combine_chunks().to_batches()[0]
+        starts = np.flatnonzero(key_starts(batch, keys, None))
+        bounds = np.append(starts, batch.num_rows)
+        payloads = [batch.slice(a, b - a).serialize().to_pybytes() for a, b in zip(bounds[:-1], bounds[1:],
+                                                                                     strict=True)]
+        firsts = pa.array(starts)
+        cols = [batch.column(k).take(firsts) for k in keys] + [batch.column(o).take(firsts) for o in order]
+        names = keys + [_FIRST + o for o in order] + [_PAYLOAD]
+        return pa.RecordBatch.from_arrays(cols + [pa.array(payloads, pa.binary())], names=names)
+
+    def pack(batches: Iterator[Any]) -> Iterator[Any]:
+        pending: list[Any] = []
+        rows = 0
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            pending.append(b)
+            rows += b.num_rows
+            if rows >= chunk_rows:
+                yield pack_chunk(pending)
+                pending, rows = [], 0
+        if pending:
+            yield pack_chunk(pending)
+
+    return pack
+
+
+class _Feeder:
+    """Feeds one Spark partition's runs to a :class:`KeyedReplay`, in order, a few thousand rows at a time.
+
+    Runs of a key come sorted by their first row. When two runs of a key overlap in replay order
+    (their rows came from tasks whose inputs interleave, e.g. after a shuffle), the key's remaining
+    runs are gathered and sorted before they are fed.
+    """
+
+    def __init__(self, keys: list[str], order: list[str], replay: KeyedReplay) -> None:
+        self.keys, self.order, self.replay = keys, order, replay
+        self.key: tuple | None = None
+        self.held: Any = None  # the current key's last run, not yet fed
+        self.gathered: list[Any] | None = None
+        self.pending: list[Any] = []
+        self.rows = 0
+        self.previous: tuple | None = None  # last key handed to the replay
+
+    def _order(self, batch: Any, row: int) -> tuple:
+        return tuple(batch.column(o)[row].as_py() for o in self.order)
+
+    def add(self, key: tuple, run: Any) -> Iterator[Any]:
+        if key != self.key:
+            yield from self._end_key()
+            self.key, self.held = key, run
+            return
+        if self.gathered is not None:
+            self.gathered.append(run)
+        elif self._order(run, 0) < self._order(self.held, self.held.num_rows - 1):
+            self.gathered, self.held = [self.held, run], None
+        else:
+            yield from self._feed(self.held)
+            self.held = run
+
+    def _end_key(self) -> Iterator[Any]:
+        import pyarrow as pa
+
+        if self.gathered is not None:
+            table = pa.Table.from_batches(self.gathered).sort_by([(o, "ascending") for o in self.order])
+            for b in table.combine_chunks().to_batches():
+                yield from self._feed(b)
+        elif self.held is not None:
+            yield from self._feed(self.held)
+        self.held, self.gathered = None, None
+
+    def _feed(self, run: Any) -> Iterator[Any]:
+        self.pending.append(run)
+        self.rows += run.num_rows
+        if self.rows >= STEP_ROWS:
+            yield from self._step()
+
+    def _step(self) -> Iterator[Any]:
+        import pyarrow as pa
+
+        if not self.pending:
+            return
+        batch = pa.Table.from_batches(self.pending).combine_chunks().to_batches()[0]
+        self.pending, self.rows = [], 0
+        starts = key_starts(batch, self.keys, self.previous)
+        self.previous = tuple(batch.column(k)[batch.num_rows - 1].as_py() for k in self.keys)
+        out = self.replay.step(batch, starts)
+        if out is not None and out.num_rows:
+            yield out
+
+    def finish(self) -> Iterator[Any]:
+        yield from self._end_key()
+        yield from self._step()
+        out = self.replay.finish()
+        if out is not None and out.num_rows:
+            yield out
+
+
+def _unpack(keys: list[str], order: list[str], schema: Any,
+            factory: Callable[[], KeyedReplay]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The replay task: runs in key and order, unpacked and fed to a fresh replay."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        feeder = _Feeder(keys, order, factory())
+        for packed in batches:
+            key_cols = [packed.column(k).to_pylist() for k in keys]
+            payloads = packed.column(_PAYLOAD)
+            for i in range(packed.num_rows):
+                run_batch = pa.ipc.read_record_batch(pa.py_buffer(payloads[i].as_py()), schema)
+                yield from feeder.add(tuple(c[i] for c in key_cols), run_batch)
+        yield from feeder.finish()
+
+    return run
+
+
+def replay_by_key(df: DataFrame, keys: Sequence[str], order: Sequence[str], schema: str,
+                  factory: Callable[[], KeyedReplay], *, partitions: int | None = None,
+                  pack_rows: int = PACK_ROWS) -> DataFrame:
+    """Replay ``df`` per key in ``order`` with a :class:`KeyedReplay`, inside Spark.
+
+    Rows do not travel through Spark's shuffle one by one: a first ``mapInArrow`` pass gathers
+    up to ``pack_rows`` rows of a task, sorts them by key and order, and packs each key's run into
+    one binary cell (an Arrow IPC message); only these runs are shuffled by key and sorted by
+    their first row, and a second ``mapInArrow`` pass unpacks them in order and feeds the replay.
+    Spark's per-row cost (row format, shuffle, sort) is thus paid per run, not per row. Array
+    columns travel as empty arrays and a null flag where null (Spark's Arrow writer is very slow on
+    batches of null arrays) and are restored before the replay sees them.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The rows to replay (only the columns the replay needs: they all travel to Python).
+    keys : sequence of str
+        Key columns: each key's rows are replayed together, by one replay object.
+    order : sequence of str
+        Replay order within a key (ties keep no particular order: make it total).
+    schema : str
+        DDL schema of the replay's output batches.
+    factory : callable
+        Makes a fresh :class:`KeyedReplay` (called once per Spark partition, on the executor;
+        it must pickle: a module-level class, or a ``functools.partial`` of one).
+    partitions : int, optional
+        Spark partitions of the replay (default: ``spark.sql.shuffle.partitions``).
+    pack_rows : int
+        Rows a packing task sorts at a time (memory per task: about this many input rows).
+
+    Returns
+    -------
+    DataFrame
+        The rows the replay returned, with ``schema``.
+    """
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    keys, order = list(keys), list(order)
+    arrays = [f.name for f in df.schema.fields if isinstance(f.dataType, T.ArrayType)]
+    arrow_schema = pa.schema([pa.field(f.name, _arrow_type(f.dataType)) for f in df.schema.fields])
+    wire = df.select(*[F.coalesce(F.col(f.name), F.array().cast(f.dataType)).alias(f.name) if f.name in arrays
+                       else F.col(f.name) for f in df.schema.fields],
+                     *[F.col(a).isNull().alias(_NULL + a) for a in arrays])
+    packed_ddl = ", ".join(
+        [f"`{f.name}` {f.dataType.simpleString()}" for k in keys for f in [df.schema[k]]]
+        + [f"`{_FIRST}{o}` {df.schema[o].dataType.simpleString()}" for o in order] + [f"`{_PAYLOAD}` binary"])
+    packed = wire.mapInArrow(_pack(keys, order, arrays, arrow_schema, pack_rows), packed_ddl)
+    cols = [F.col(k) for k in keys]
+    parted = packed.repartition(partitions, *cols) if partitions else packed.repartition(*cols)
+    ordered = parted.sortWithinPartitions(*cols, *[F.col(_FIRST + o) for o in order])
+    return ordered.mapInArrow(_unpack(keys, order, arrow_schema, factory), schema)

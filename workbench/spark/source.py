@@ -1,0 +1,315 @@
+"""The shape every file-reading table source shares: one input partition per file, Arrow batches out.
+
+A table module (``workbench/spark/<table>.py``) subclasses :class:`ArtifactReader` with a
+``decode`` method that turns one file into rows, and :class:`ArtifactSource` with its name and
+schema. Everything else is here:
+
+* the option ``files``: a JSON list of ``{path, node_id, kind, base_offset, topic, partition}``
+  (:func:`files_option` builds it from a bundle's artifacts); one input partition per file;
+* one pass per file yields both the table's rows and the problems met reading it: the source's
+  schema is the table's columns followed by :data:`PROBLEM_COLUMNS`, and a row whose
+  ``_problem_kind`` is set is a problem. :func:`workbench.spark.registry.read_table` splits the
+  two after persisting the read, so a file is decoded once however both are used;
+* ``strict=true`` raises at the first problem instead;
+* Arrow types follow Spark's exactly (``int`` = int32, ``long`` = int64, ``timestamp`` = µs UTC).
+
+Options arrive as strings: :func:`option_bool` and :func:`option_int` validate them once, with
+a message naming the option.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from workbench.errors import ConfigError
+from workbench.formats.problems import TIMESTAMP_RANGE_MS
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from workbench.bundle import Artifact, Bundle
+    from workbench.formats.problems import ProblemLog
+
+#: Rows per yielded Arrow batch.
+ARROW_BATCH_ROWS = 8192
+
+#: The ``problems`` table: everything that could not be read.
+PROBLEMS_SCHEMA = "node_id int, path string, position long, kind string, detail string"
+
+#: Columns a source appends to its table's columns, set on problem rows only.
+PROBLEM_COLUMNS = (
+    "_problem_node int, _problem_path string, _problem_position long, _problem_kind string, _problem_detail string"
+)
+
+#: Largest millisecond timestamp a table holds (2262-04-11, the last instant pandas represents, so
+#: that ``toPandas`` never fails on a far-future time); larger ones load as null.
+MAX_TIMESTAMP_MS = TIMESTAMP_RANGE_MS[1]
+
+
+def column_names(ddl: str) -> tuple[str, ...]:
+    """Column names of a DDL schema string (commas inside ``<...>`` types are not separators).
+
+    Examples
+    --------
+    >>> column_names("a int, m map<string,string>, t timestamp")
+    ('a', 'm', 't')
+    """
+    return tuple(name for name, _ in _split_fields(ddl))
+
+
+def _split_fields(ddl: str) -> list[tuple[str, str]]:
+    fields, depth, start = [], 0, 0
+    for i, ch in enumerate(ddl + ","):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            part = ddl[start:i].strip()
+            if part:
+                name, _, typ = part.partition(" ") if " " in part else part.partition(":")
+                fields.append((name.strip().rstrip(":"), typ.strip()))
+            start = i + 1
+    return fields
+
+
+def arrow_type(typ: str) -> pa.DataType:
+    """The Arrow type Spark expects for a DDL type (``int``, ``array<int>``, ``map<string,string>``...).
+
+    Examples
+    --------
+    >>> str(arrow_type("array<struct<key:string,value:binary>>"))
+    'list<item: struct<key: string, value: binary>>'
+    >>> str(arrow_type("timestamp"))
+    'timestamp[us, tz=UTC]'
+    """
+    import pyarrow as pa
+
+    t = typ.strip()
+    low = t.lower()
+    simple = {
+        "int": pa.int32(), "integer": pa.int32(), "long": pa.int64(), "bigint": pa.int64(),
+        "short": pa.int16(), "smallint": pa.int16(), "byte": pa.int8(), "tinyint": pa.int8(),
+        "string": pa.string(), "binary": pa.binary(), "boolean": pa.bool_(), "double": pa.float64(),
+        "float": pa.float32(), "timestamp": pa.timestamp("us", tz="UTC"), "date": pa.date32(),
+    }
+    if low in simple:
+        return simple[low]
+    if low.startswith("array<") and low.endswith(">"):
+        return pa.list_(arrow_type(t[6:-1]))
+    if low.startswith("map<") and low.endswith(">"):
+        inner = t[4:-1]
+        depth = 0
+        for i, ch in enumerate(inner):
+            depth += ch == "<"
+            depth -= ch == ">"
+            if ch == "," and depth == 0:
+                return pa.map_(arrow_type(inner[:i]), arrow_type(inner[i + 1:]))
+    if low.startswith("struct<") and low.endswith(">"):
+        return pa.struct([pa.field(n, arrow_type(ty)) for n, ty in _split_fields(t[7:-1])])
+    raise ConfigError(f"unsupported column type in a table schema: {typ!r}")
+
+
+def arrow_schema(ddl: str) -> pa.Schema:
+    """The Arrow schema of a DDL schema string (see :func:`arrow_type`)."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field(name, arrow_type(typ)) for name, typ in _split_fields(ddl)])
+
+
+class FilePartition(InputPartition):
+    """One artifact file (or byte range of one) to read. Picklable: plain values only."""
+
+    def __init__(self, path: str, node_id: int, kind: str, base_offset: int | None, topic: str | None = None,
+                 partition: int | None = None, start: int = 0, end: int | None = None,
+                 cluster_id: str | None = None) -> None:
+        super().__init__(path)
+        self.path = path
+        self.node_id = node_id
+        self.kind = kind
+        self.base_offset = base_offset
+        self.topic = topic
+        self.partition = partition
+        self.start = start
+        self.end = end
+        self.cluster_id = cluster_id
+
+    def piece(self, start: int, end: int | None) -> FilePartition:
+        """The same file, restricted to the byte range ``[start, end)``."""
+        return FilePartition(self.path, self.node_id, self.kind, self.base_offset, self.topic, self.partition,
+                             start, end, self.cluster_id)
+
+
+def files_option(bundle: Bundle, artifacts: Iterable[Artifact]) -> str:
+    """The ``files`` option of a source: the artifacts with absolute paths and their node's cluster id, as JSON."""
+    clusters = bundle.node_clusters()
+    return json.dumps([
+        {"path": str(bundle.root / a.path), "node_id": a.node_id, "kind": a.kind, "base_offset": a.base_offset,
+         "topic": a.topic, "partition": a.partition, "cluster_id": clusters.get(a.node_id)}
+        for a in artifacts
+    ])
+
+
+def parse_files(options: dict[str, str]) -> list[FilePartition]:
+    """The partitions named by the ``files`` option."""
+    raw = options.get("files")
+    if raw is None:
+        raise ConfigError("option 'files' is required: a JSON list of {path, node_id, kind, base_offset}")
+    try:
+        items = json.loads(raw)
+        return [FilePartition(str(i["path"]), int(i.get("node_id", -1)), str(i.get("kind", "segment")),
+                              None if i.get("base_offset") is None else int(i["base_offset"]),
+                              i.get("topic"), None if i.get("partition") is None else int(i["partition"]),
+                              cluster_id=None if i.get("cluster_id") is None else str(i["cluster_id"]))
+                for i in items]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"option 'files' must be a JSON list of objects with a 'path': {exc}") from exc
+
+
+def option_bool(options: dict[str, str], name: str, default: bool) -> bool:
+    """A boolean option (``true``/``false``, ``1``/``0``, ``yes``/``no``)."""
+    value = options.get(name)
+    if value is None:
+        return default
+    if value.lower() in ("true", "1", "yes"):
+        return True
+    if value.lower() in ("false", "0", "no"):
+        return False
+    raise ConfigError(f"option {name!r} must be true or false, got {value!r}")
+
+
+def option_int(options: dict[str, str], name: str, default: int, *, minimum: int = 1) -> int:
+    """An integer option of at least ``minimum``."""
+    raw = options.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise ConfigError(f"option {name!r} must be an integer >= {minimum}, got {raw!r}")
+    return value
+
+
+def local_path(path: str) -> str | None:
+    """The local file behind ``path`` (plain or ``file://``), or None for other filesystems."""
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    return None if "://" in path else path
+
+
+def timestamps_us(ms: Any) -> Any:
+    """Millisecond timestamps (a NumPy int64 array) as Spark's µs timestamps; out-of-range ones null."""
+    import pyarrow as pa
+
+    ms = np.asarray(ms, dtype=np.int64)
+    bad = (ms < 0) | (ms > MAX_TIMESTAMP_MS)
+    return pa.array(np.where(bad, 0, ms) * 1000, pa.timestamp("us", tz="UTC"), mask=bad)
+
+
+def ms_to_us(ms: int | None) -> int | None:
+    """One millisecond timestamp as µs for a Spark ``timestamp`` column; None when out of range."""
+    return ms * 1000 if ms is not None and 0 <= ms <= MAX_TIMESTAMP_MS else None
+
+
+def constant(n: int, value: Any, typ: pa.DataType) -> pa.Array:
+    """A column of ``n`` copies of ``value`` (nulls for None): a partition's node, path, topic, ..."""
+    import pyarrow as pa
+
+    return pa.nulls(n, typ) if value is None else pa.array([value] * n, typ)
+
+
+class ArtifactReader(DataSourceReader):
+    """Reads the files of the ``files`` option, one input partition each, rows and problems in one pass.
+
+    Subclasses set :attr:`schema_ddl` and implement :meth:`decode`, which yields either row
+    dicts (column name -> value; timestamps as µs) or ``pyarrow.RecordBatch``\\ es with exactly
+    the table's columns. Problems go to the :class:`~workbench.formats.problems.ProblemLog`
+    given to ``decode``; they are emitted after the rows, as rows of their own.
+    """
+
+    #: The table's columns (DDL), without the problem columns.
+    schema_ddl: str = ""
+
+    def __init__(self, schema: Any, options: dict[str, str]) -> None:
+        self.options = dict(options)
+        self.files = parse_files(options)
+        self.strict = option_bool(options, "strict", False)
+
+    def partitions(self) -> Sequence[FilePartition]:
+        return self.files
+
+    def decode(self, partition: FilePartition, log: ProblemLog) -> Iterator[dict[str, Any] | pa.RecordBatch]:
+        """Rows of one partition (override)."""
+        raise NotImplementedError
+
+    def read(self, partition: FilePartition) -> Iterator[Any]:  # type: ignore[override]
+        import pyarrow as pa
+
+        from workbench.formats.problems import ProblemLog
+
+        schema = arrow_schema(self.schema_ddl)
+        full = arrow_schema(f"{self.schema_ddl}, {PROBLEM_COLUMNS}")
+        log = ProblemLog(partition.path, strict=self.strict)
+        rows: list[dict[str, Any]] = []
+        try:
+            for item in self.decode(partition, log):
+                if isinstance(item, pa.RecordBatch):
+                    if rows:
+                        yield _with_problem_columns(pa.RecordBatch.from_pylist(rows, schema), full)
+                        rows = []
+                    if item.num_rows:
+                        yield _with_problem_columns(item, full)
+                    continue
+                rows.append(item)
+                if len(rows) >= ARROW_BATCH_ROWS:
+                    yield _with_problem_columns(pa.RecordBatch.from_pylist(rows, schema), full)
+                    rows = []
+        except OSError as exc:
+            log.report(0, "unreadable", f"cannot read file: {exc}")
+        if rows:
+            yield _with_problem_columns(pa.RecordBatch.from_pylist(rows, schema), full)
+        if log.problems:
+            yield _problem_rows(log, partition.node_id, full)
+
+
+def _with_problem_columns(batch: pa.RecordBatch, full: pa.Schema) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    n = batch.num_rows
+    columns = [batch.column(i) for i in range(batch.num_columns)]
+    columns += [pa.nulls(n, full.field(i).type) for i in range(batch.num_columns, len(full))]
+    return pa.RecordBatch.from_arrays(columns, schema=full)
+
+
+def _problem_rows(log: ProblemLog, node_id: int, full: pa.Schema) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    n = len(log.problems)
+    tail = {
+        "_problem_node": pa.array([node_id] * n, pa.int32()),
+        "_problem_path": pa.array([p.path for p in log.problems], pa.string()),
+        "_problem_position": pa.array([p.position for p in log.problems], pa.int64()),
+        "_problem_kind": pa.array([p.kind for p in log.problems], pa.string()),
+        "_problem_detail": pa.array([p.detail for p in log.problems], pa.string()),
+    }
+    columns = [tail[f.name] if f.name in tail else pa.nulls(n, f.type) for f in full]
+    return pa.RecordBatch.from_arrays(columns, schema=full)
+
+
+class ArtifactSource(DataSource):
+    """A Spark data source over artifact files; subclasses set ``reader_class`` and ``name()``."""
+
+    reader_class: type[ArtifactReader] = ArtifactReader
+
+    def schema(self) -> str:
+        return f"{self.reader_class.schema_ddl}, {PROBLEM_COLUMNS}"
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return self.reader_class(schema, self.options)
