@@ -329,3 +329,27 @@ def test_missing_files_as_kafka_meets_them(kafka_bundle, version, tmp_path):
     for (text, failed), run in zip(ours, runs, strict=True):
         assert text == run.stdout and failed == bool(run.failure), (run.args[-1], run.stdout, run.failure[:200])
     assert [bool(r.failure) for r in runs] == [True, True, False, True, True]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_null_values_under_the_decoders_as_the_tool_prints_them(version, tmp_path):
+    """Tombstones (null values) under ``--cluster-metadata-decoder`` and ``--remote-log-metadata-decoder``,
+    against ``kafka-dump-log`` run as its own process, as a person runs it (in one long-lived JVM the
+    remote decoder's NullPointerException loses its text once the JIT compiles the throwing site)."""
+    from peer.kafka import fetch
+    from workbench.formats.batch import Record, encode_batch
+
+    seg = tmp_path / "t-0" / "00000000000000000000.log"
+    seg.parent.mkdir()
+    data = bytearray()
+    for b in range(3):
+        records = [Record(offset=b * 4 + i, timestamp=1_700_000_000_000 + i, key=b"k%d" % i,
+                          value=None if i % 2 == 0 else b"\x01\x02", headers=[]) for i in range(4)]
+        data += encode_batch(records, base_offset=b * 4)
+    seg.write_bytes(bytes(data))
+    for flag in ("--cluster-metadata-decoder", "--remote-log-metadata-decoder"):
+        args = (flag, "--files", str(seg))
+        kafka = fetch(version).run_tool("dump-log", list(args), timeout=180, check=False, heap="256m").stdout
+        ours, _failed = _ours(args, version)
+        assert kafka.count(" valueSize: -1 ") == 6
+        assert ours == kafka, _difference(kafka, ours)

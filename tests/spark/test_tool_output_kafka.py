@@ -71,8 +71,8 @@ def read_groups(text: str, view: str) -> list[dict]:
     keys = [c.split()[0] for c in VIEW_COLUMNS[view].split(", ")]
     rows, header = [], None
     for line in text.splitlines():
-        if not line.strip():
-            continue
+        if not line.strip() or line.startswith(("Error:", "Warning:", "Consumer group ")):
+            continue  # the tool's own messages (a group that is gone, one with no members), not rows
         if line.startswith("GROUP "):
             header = line.replace("COORDINATOR (ID)", "COORDINATOR").split()
             continue

@@ -655,8 +655,9 @@ class _Payloads:
         from workbench.formats.metadata import decode_metadata_record, dump_payload
 
         if r.value is None:
+            # Kafka's serde reads the frame version from a null buffer; the failure is wrapped
             self._problem(r.offset, "metadata record with a null value")
-            return None, f"Error at {r.offset}, skipping. null"
+            return None, f"Error at {r.offset}, skipping. Error while reading frame version"
         rec = decode_metadata_record(r.value)
         text = dump_payload(rec) if rec.error is None else None
         if text is None:
@@ -784,13 +785,22 @@ class _Payloads:
         from workbench.formats.remote import decode_remote_log_metadata, remote_dump_text
 
         if r.value is None:
+            # Java's own NullPointerException text (Java 15+): Kafka's tool takes value().remaining()
             self._problem(r.offset, "remote log metadata record with a null value")
-            return None, f"Error at offset {r.offset}, skipping. null"
+            internal = "internal." if self.era.version >= (4, 3, 0) else ""
+            record = f"org.apache.kafka.common.record.{internal}Record"
+            return None, (f'Error at offset {r.offset}, skipping. Cannot invoke "java.nio.ByteBuffer.remaining()" '
+                          f'because the return value of "{record}.value()" is null')
         rec = decode_remote_log_metadata(r.value)
         text = remote_dump_text(rec, with_txn_idx_empty=self.era.txn_idx_empty)
         if text is None:
             self._problem(r.offset, rec.error or f"remote log metadata {rec.name} has no text form")
-            return None, f"Error at offset {r.offset}, skipping. {rec.error}"
+            error = rec.error or ""
+            if error.startswith("unreadable frame"):  # the same frame reader as the metadata serde
+                entity, too_large = _frame_entity(bytes(r.value))
+                error = (f"Value for {entity} was too large." if too_large is not None
+                         else f"Error while reading {entity}")
+            return None, f"Error at offset {r.offset}, skipping. {error}"
         return None, text
 
 
