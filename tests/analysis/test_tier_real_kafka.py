@@ -259,13 +259,23 @@ def test_a_hidden_range_is_reported_as_a_gap(analysed):
 # ------------------------------------------------------------------------------------ findings
 
 def test_findings_follow_the_phases(analysed):
-    """No backlog in the healthy phase; an upload backlog from the burst; failed copies in the failing
-    phase (as many as Kafka's error count); no gap; no unexplained gauge sample."""
+    """Every upload backlog is one Kafka's own gauge showed, and one comes from the burst; failed copies
+    in the failing phase (as many as Kafka's error count); no gap; no unexplained gauge sample.
+
+    The healthy phase uploads each rolled segment at the next task run; on a loaded machine two may
+    wait longer than the threshold (two task intervals), and Kafka's gauge then shows them too: a
+    backlog there is judged by the gauge like any other, not assumed away."""
     f, ph = analysed["findings"], phases(analysed["manifest"])
     kinds = f.groupby("kind").size().to_dict()
     ups = f[f.kind == "upload_backlog"]
-    healthy = ph["healthy"]
-    assert not any(healthy[0] <= ms(t) <= healthy[1] for t in ups.start), ups.summary.to_list()
+    gauge = analysed["jmx"][f"RemoteCopyLagSegments[{TOPIC}]"]
+    interval = analysed["interval_ms"]
+    for start, end, summary in zip(ups.start, ups.end, ups.summary, strict=True):
+        lo, hi = ms(start), (ms(end) if not pd.isna(end) else gauge[-1][0])
+        around = [v for t, v in gauge if lo - SKEW_MS <= t <= hi + interval + SKEW_MS]
+        inner = [v for t, v in gauge if lo + interval + SKEW_MS <= t <= hi - SKEW_MS]
+        assert around and max(around) >= 1, (summary, around)   # Kafka reported the backlog
+        assert all(v >= 1 for v in inner), (summary, inner)      # and held it while it lasted
     burst = ph["burst"]
     assert any(burst[0] <= ms(t) <= burst[1] for t in ups.start), ups.summary.to_list()
     failed = f[f.kind == "copy_failed"]

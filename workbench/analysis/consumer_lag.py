@@ -245,14 +245,20 @@ def leader_changes(metadata: DataFrame | None) -> DataFrame | None:
     from workbench.analysis.metadata_log import ordered_records
 
     records = ordered_records(metadata).where(~F.col("is_control"))
+    present = set(records.columns)
+
+    def field(typed: str, key: str, cast: str = "string") -> Column:
+        """The metadata table's typed column, or the record's ``fields`` JSON where it is null."""
+        from_json = F.get_json_object("fields", f"$.{key}").cast(cast)
+        return F.coalesce(F.col(typed).cast(cast), from_json) if typed in present else from_json
+
     names = (records.where(F.col("record_type") == "TopicRecord")
-             .select(F.get_json_object("fields", "$.topicId").alias("topic_id"),
-                     F.get_json_object("fields", "$.name").alias("topic"))
+             .select(field("topic_id", "topicId").alias("topic_id"), field("topic", "name").alias("topic"))
              .dropDuplicates(["topic_id"]))
     parts = (records.where(F.col("record_type").isin("PartitionRecord", "PartitionChangeRecord"))
-             .select(F.get_json_object("fields", "$.topicId").alias("topic_id"),
-                     F.get_json_object("fields", "$.partitionId").cast("int").alias("partition"),
-                     F.get_json_object("fields", "$.leader").cast("int").alias("leader"),
+             .select(field("topic_id", "topicId").alias("topic_id"),
+                     field("partition", "partitionId", "int").alias("partition"),
+                     field("leader", "leader", "int").alias("leader"),
                      F.col("timestamp").alias("time"), (F.col("offset") * 1_000_000 + F.col("seq"))
                      .alias("metadata_offset"))
              .where(F.col("leader").isNotNull() & (F.col("leader") != -2)))

@@ -659,9 +659,11 @@ def node_roles(metadata: DataFrame, configs: DataFrame | None = None) -> DataFra
     if "broker_id" in metadata.columns:
         brokers = (metadata.where(F.col("record_type") == "RegisterBrokerRecord")
                    .select(F.col("broker_id").alias("node_id"), F.lit("broker").alias("r")))
+    controller_id = F.get_json_object("fields", "$.controllerId").cast("int")
+    if "broker_id" in metadata.columns:  # the typed column holds a RegisterControllerRecord's controllerId
+        controller_id = F.coalesce(F.col("broker_id"), controller_id)
     controllers = (metadata.where(F.col("record_type") == "RegisterControllerRecord")
-                   .select(F.get_json_object("fields", "$.controllerId").cast("int").alias("node_id"),
-                           F.lit("controller").alias("r")))
+                   .select(controller_id.alias("node_id"), F.lit("controller").alias("r")))
     voters = (metadata.where(F.col("record_type") == "LEADER_CHANGE")
               .select(F.explode(_voter_ids("fields", "$.voters")).alias("node_id"), F.lit("controller").alias("r")))
     logged = brokers.unionByName(controllers).unionByName(voters).where(F.col("node_id").isNotNull())

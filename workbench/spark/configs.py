@@ -52,7 +52,7 @@ from workbench.spark.source import PROBLEMS_SCHEMA
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
     from workbench.spark.registry import BuildContext
 
@@ -118,8 +118,8 @@ def static_rows(ctx: BuildContext) -> tuple[list[tuple], list[tuple]]:
 
 def config_record_fields(metadata: DataFrame) -> DataFrame:
     """The ``ConfigRecord`` rows of the ``metadata`` table with ``resource_type_code, resource_name,
-    name, value`` read from their ``fields`` JSON (the one place that reads them: switch it to
-    typed columns when the ``metadata`` table has them).
+    name, value``: its typed ``config_*`` columns, or, where a reader left them null, the
+    record's ``fields`` JSON.
 
     Returns
     -------
@@ -129,14 +129,21 @@ def config_record_fields(metadata: DataFrame) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    fields = "resourceType int, resourceName string, name string, value string"
+    fields = F.from_json("fields", "resourceType int, resourceName string, name string, value string")
+    typed = {"config_resource_type": "resourceType", "config_resource_name": "resourceName",
+             "config_name": "name", "config_value": "value"}
+    present = set(metadata.columns)
+
+    def column(name: str, key: str) -> Column:
+        from_fields = fields.getField(key)
+        return F.coalesce(F.col(name), from_fields) if name in present else from_fields
+
     return (metadata.where(F.col("record_type") == "ConfigRecord")
             .select("node_id", "path", "file_kind", "file_offset", "offset", "timestamp",
-                    F.from_json("fields", fields).alias("f"))
-            .select("node_id", "path", "file_kind", "file_offset", "offset", "timestamp",
-                    F.col("f.resourceType").alias("resource_type_code"),
-                    F.col("f.resourceName").alias("resource_name"), F.col("f.name").alias("name"),
-                    F.col("f.value").alias("value")))
+                    column("config_resource_type", typed["config_resource_type"]).alias("resource_type_code"),
+                    column("config_resource_name", typed["config_resource_name"]).alias("resource_name"),
+                    column("config_name", typed["config_name"]).alias("name"),
+                    column("config_value", typed["config_value"]).alias("value")))
 
 
 def dynamic_configs(metadata: DataFrame, clusters: Mapping[int, str] | None = None) -> DataFrame:
