@@ -263,19 +263,26 @@ def test_findings_follow_the_phases(analysed):
     in the failing phase (as many as Kafka's error count); no gap; no unexplained gauge sample.
 
     The healthy phase uploads each rolled segment at the next task run; on a loaded machine two may
-    wait longer than the threshold (two task intervals), and Kafka's gauge then shows them too: a
-    backlog there is judged by the gauge like any other, not assumed away."""
+    wait longer than the threshold (two task intervals), and Kafka's gauge then shows them too
+    (measured on 3.9.2: 2 segments for 24 s): a backlog there is judged by the gauge like any
+    other, not assumed away."""
     f, ph = analysed["findings"], phases(analysed["manifest"])
     kinds = f.groupby("kind").size().to_dict()
     ups = f[f.kind == "upload_backlog"]
     gauge = analysed["jmx"][f"RemoteCopyLagSegments[{TOPIC}]"]
     interval = analysed["interval_ms"]
-    for start, end, summary in zip(ups.start, ups.end, ups.summary, strict=True):
+    errors = analysed["jmx"]["RemoteCopyErrorsPerSec"]
+    for start, end, summary, figures in zip(ups.start, ups.end, ups.summary, ups.figures, strict=True):
         lo, hi = ms(start), (ms(end) if not pd.isna(end) else gauge[-1][0])
+        if figures["failed_copies"] > 0:
+            # copies failing: Kafka's lag gauge may stay at 0 (3.9.2 does), its error count rises
+            counts = [v for t, v in errors if lo - SKEW_MS <= t <= hi + interval + SKEW_MS]
+            assert counts and max(counts) > min(counts), (summary, counts)
+            continue
+        # Kafka refreshes the gauge when a copy task run starts, and a throttled run holds it for
+        # its whole length: the gauge shows the backlog somewhere in it, not at every sample
         around = [v for t, v in gauge if lo - SKEW_MS <= t <= hi + interval + SKEW_MS]
-        inner = [v for t, v in gauge if lo + interval + SKEW_MS <= t <= hi - SKEW_MS]
         assert around and max(around) >= 1, (summary, around)   # Kafka reported the backlog
-        assert all(v >= 1 for v in inner), (summary, inner)      # and held it while it lasted
     burst = ph["burst"]
     assert any(burst[0] <= ms(t) <= burst[1] for t in ups.start), ups.summary.to_list()
     failed = f[f.kind == "copy_failed"]

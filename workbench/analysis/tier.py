@@ -757,12 +757,14 @@ def compare(series: DataFrame, samples: DataFrame, *, interval_ms: float) -> Dat
         ``reported`` (Kafka), ``computed``, ``difference`` (reported - computed), ``modelled`` (the
         value of Kafka's own way of counting that matches the sample, when one does),
         ``changed_before`` and ``changes_after`` (the computed value's last change at or before
-        the sample, and its next change), ``reason`` (:data:`REASONS`: ``agree``; ``settling``:
-        within one task interval of a change; ``gauge_stale``: Kafka's value is the lag at its
+        the sample, and its next change), ``reason`` (:data:`REASONS`, the first that holds:
+        ``agree``; ``gauge_stale``: Kafka's value is the lag at its
         last update (after each successful copy in 3.x, so failing copies leave it stale:
         KAFKA-19530, KAFKA-19995; at the end of each copy task run in 4.x; at each deletion for
         the delete lag); ``kafka_definition``: Kafka's RemoteLogSizeBytes counts segments whose
-        copy started, or whose deletion started, too; ``phantom_segment``: Kafka counts an
+        copy started, or whose deletion started, too; ``settling``: within one task interval of
+        a change of the computed value or of one of Kafka's ways of counting it (the task run that
+        refreshes the gauge may have seen either before it); ``phantom_segment``: Kafka counts an
         uploaded single-offset segment as still local (KAFKA-20977); ``roll_time_uncertain``:
         the difference is segments whose roll time the bundle does not pin down; ``unexplained``),
         ``note`` (the evidence, in words).
@@ -777,7 +779,10 @@ def compare(series: DataFrame, samples: DataFrame, *, interval_ms: float) -> Dat
     w = Window.partitionBy("broker", "_key").orderBy("time")
     fwd = w.rowsBetween(Window.unboundedPreceding, 0)
     after = w.rowsBetween(1, Window.unboundedFollowing)
-    compared = sorted({c for _l, c, _m in KAFKA_GAUGES.values()})
+    # changes of the computed columns and of Kafka's own ways of counting them (a gauge refreshed
+    # by a task run may show either as it was up to one interval before)
+    compared = sorted({c for _l, c, _m in KAFKA_GAUGES.values()}
+                      | {v for _l, _c, m in KAFKA_GAUGES.values() for v in m.values()})
     for c in compared:
         changed = F.coalesce(F.col(c) != F.lag(c).over(w), F.lit(True))
         rolled = rolled.withColumn(f"_chg_{c}", F.when(changed, F.col("time")))
@@ -796,10 +801,13 @@ def compare(series: DataFrame, samples: DataFrame, *, interval_ms: float) -> Dat
     for _name, (label, col, variants) in KAFKA_GAUGES.items():
         sub = joined.where(F.col("metric") == label)
         computed = F.coalesce(F.col(col).cast("double"), F.lit(0.0))
-        since, until = F.col(f"{col}__since"), F.col(f"{col}__until")
-        gap_before = (F.unix_micros("time") - F.unix_micros(since)) / F.lit(1e6)
-        gap_after = (F.unix_micros(until) - F.unix_micros("time")) / F.lit(1e6)
-        settling = F.coalesce(gap_before < interval_s, F.lit(False)) | F.coalesce(gap_after < interval_s, F.lit(False))
+        settling = F.lit(False)
+        for tracked in (col, *variants.values()):
+            since, until = F.col(f"{tracked}__since"), F.col(f"{tracked}__until")
+            gap_before = (F.unix_micros("time") - F.unix_micros(since)) / F.lit(1e6)
+            gap_after = (F.unix_micros(until) - F.unix_micros("time")) / F.lit(1e6)
+            settling = (settling | F.coalesce(gap_before < interval_s, F.lit(False))
+                        | F.coalesce(gap_after < interval_s, F.lit(False)))
         value = F.col("value")
         matched = F.lit(None).cast("string")
         modelled = F.lit(None).cast("double")
@@ -814,9 +822,9 @@ def compare(series: DataFrame, samples: DataFrame, *, interval_ms: float) -> Dat
         is_copy = col.startswith("upload")
         diff = value - computed
         reason = (F.when(diff == 0, F.lit("agree"))
-                  .when(settling, F.lit("settling"))
                   .when(matched.isin("after_copy", "after_run", "deletions"), F.lit("gauge_stale"))
-                  .when(matched.isin("listed", "listed_v4"), F.lit("kafka_definition")))
+                  .when(matched.isin("listed", "listed_v4"), F.lit("kafka_definition"))
+                  .when(settling, F.lit("settling")))
         if is_copy:
             reason = (reason.when((phantom > 0) & (diff == phantom), F.lit("phantom_segment"))
                       .when((uncertain > 0) & (diff < 0) & (-diff <= uncertain), F.lit("roll_time_uncertain")))
