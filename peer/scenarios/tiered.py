@@ -12,8 +12,10 @@ Kafka 4.x accepts), ``local.retention.ms`` 10 s. The RLM tasks run every ``TASK_
 and uploads are throttled to ``COPY_QUOTA`` bytes/s (KIP-956). Phases, each marked in the
 manifest by a ``phase`` event (``name``, ``state`` ``start``/``end``):
 
-1. ``healthy`` — records trickle in (a segment rolls every ~8 s, well under the quota): every
-   rolled segment is uploaded by the next task run, so uploads keep pace;
+1. ``healthy`` — records trickle in (a segment rolls every ~20 s, well under the quota): every
+   rolled segment is uploaded by the next task run (at most one task interval plus ~4 s of
+   throttled upload, under the two intervals a backlog must last, even on a loaded machine), so
+   uploads keep pace;
 2. ``burst`` — ~10 MiB at once: ten segments roll within seconds and the throttled uploads fall
    behind for tens of seconds (RemoteCopyLag*);
 3. ``failing`` — the flag file exists while ~3 MiB arrive: every copy attempt fails
@@ -208,9 +210,11 @@ def run(ctx: ScenarioContext) -> None:
     produce(200, 4000)
     ctx.sample(broker.id, "tiered", broker.jmx_url, mbeans(TOPIC))
 
-    # 1. healthy: ~125 records/s of 1000 bytes, a segment every ~8 s, uploaded by the next run
+    # 1. healthy: ~50 records/s of 1000 bytes, a segment every ~20 s, uploaded by the next run
+    # (at ~125/s two segments could roll within one task interval and, uploaded one after the
+    # other at the quota, wait longer than two intervals on a loaded machine)
     phase("healthy", "start")
-    produce(2500, 125)
+    produce(2200, 50)
     ctx.sleep(2 * TASK_INTERVAL_MS / 1000 + 5)  # the last, idle segment rolls by retention and uploads
     phase("healthy", "end")
 

@@ -26,6 +26,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 SAMPLE_MS = 1500
 #: Tolerance on when a pause shows in the data (one sampling interval plus the idle interval).
 PAUSE_TOLERANCE_MS = SAMPLE_MS + quorum.DEFAULT_IDLE_MS
+#: How far apart the leader's two reads of its clock put a batch's stamp in the log and the
+#: LastAppliedRecordTimestamp gauge (measured: 1-3 ms).
+CLOCK_MS = 5
 
 
 @pytest.fixture(scope="module", params=["4.3.1", "3.9.2"])
@@ -200,13 +203,14 @@ def test_applied_offsets_are_within_one_sample_of_the_log_and_their_times_are_ka
         if len(hit) == 0 or row.record_ms <= 0:
             continue
         i = batches.index.get_loc(hit[0])
-        # Kafka's gauge may read 1 ms after the batch's stamp in the log (the leader's clock read
-        # twice), and JmxTool reads the offset and then the timestamp: the timestamp may be of any
-        # batch applied in between, i.e. one at or after the offset's, appended before the sample
-        near = [b for b in batch_times[max(0, i - 1):] if abs(b - int(row.record_ms)) <= 1 and b <= t + 1]
+        # Kafka's gauge may read a few ms after the batch's stamp in the log (the leader's clock read
+        # twice; measured 1-3 ms on 3.9.2), and JmxTool reads the offset and then the timestamp: the
+        # timestamp may be of any batch applied in between, i.e. one at or after the offset's,
+        # appended before the sample
+        near = [b for b in batch_times[max(0, i - 1):] if abs(b - int(row.record_ms)) <= CLOCK_MS and b <= t + 1]
         assert near, (row.node_id, offset, row.record_ms)
         dated += 1
-        exact += abs(batch_times[i] - int(row.record_ms)) <= 1
+        exact += abs(batch_times[i] - int(row.record_ms)) <= CLOCK_MS
         in_episode = episodes[(episodes.node_id == row.node_id) & (episodes.start.map(ms) <= t)
                               & (episodes.end.isna() | (episodes.end.map(ms) >= t))]
         if not in_episode.empty:
