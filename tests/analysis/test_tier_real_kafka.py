@@ -272,8 +272,6 @@ def test_findings_follow_the_phases(analysed):
     interval = analysed["interval_ms"]
     healthy = ph["healthy"]
     assert not any(healthy[0] <= ms(t) <= healthy[1] for t in ups.start), ups.summary.to_list()
-    healthy = ph["healthy"]
-    assert not any(healthy[0] <= ms(t) <= healthy[1] for t in ups.start), ups.summary.to_list()
     errors = analysed["jmx"]["RemoteCopyErrorsPerSec"]
     for start, end, summary, figures in zip(ups.start, ups.end, ups.summary, ups.figures, strict=True):
         lo, hi = ms(start), (ms(end) if not pd.isna(end) else gauge[-1][0])
