@@ -36,6 +36,13 @@ TOPIC = "tiered"
 SKEW_MS = 1500
 
 
+#: The modelled values of Kafka's copy-lag gauges as last set by the broker (``tier.KAFKA_GAUGES``).
+STALE_VARIANTS = {
+    "upload_segments": ("kafka_copy_after_copy_segments", "kafka_copy_after_run_segments"),
+    "upload_bytes": ("kafka_copy_after_copy_bytes", "kafka_copy_after_run_bytes"),
+}
+
+
 def ms(ts) -> float:
     return pd.Timestamp(ts).value / 1e6
 
@@ -156,8 +163,10 @@ def test_failed_copies_match_kafka_copy_errors(analysed):
 ])
 def test_lag_equals_kafka_gauge_away_from_changes(analysed, gauge, column):
     """At every sample of the topic's gauge not within one task interval of a change of the computed
-    lag, the computed lag equals Kafka's; every other sample shows a value the computed lag held within
-    the task interval before it (Kafka refreshes the gauge from its tasks)."""
+    lag, the computed lag equals Kafka's, or the value Kafka's gauge was last set to as modelled from
+    the events (:data:`STALE_VARIANTS`: 3.x leaves it stale while copies fail); every other sample
+    shows a value the computed lag held within the task interval before it (Kafka refreshes the
+    gauge from its tasks)."""
     series, interval = analysed["series"], analysed["interval_ms"]
     samples = analysed["jmx"][f"{gauge}[{TOPIC}]"]
     changes = change_times(series, column)
@@ -169,7 +178,10 @@ def test_lag_equals_kafka_gauge_away_from_changes(analysed, gauge, column):
         near = any(abs(c - t) < interval + SKEW_MS for c in changes)
         if not near:
             stable += 1
-            if reported != value_at(series, column, t):
+            # Kafka's value at its last update, as modelled from the events (3.x refreshes the copy
+            # lag after each successful copy, so failing copies leave it stale)
+            stale = [value_at(series, v, t) for v in STALE_VARIANTS.get(column, ())]
+            if reported != value_at(series, column, t) and reported not in stale:
                 off.append((t, reported, value_at(series, column, t), "stable"))
         else:
             settling += 1
@@ -259,19 +271,18 @@ def test_a_hidden_range_is_reported_as_a_gap(analysed):
 # ------------------------------------------------------------------------------------ findings
 
 def test_findings_follow_the_phases(analysed):
-    """No backlog in the healthy phase; every upload backlog is one Kafka's own gauge showed (or, while
-    copies failed, its copy error count), and one comes from the burst; failed copies
+    """Every upload backlog is one Kafka's own gauge showed (or, while copies failed, its copy error
+    count), and one comes from the burst; failed copies
     in the failing phase (as many as Kafka's error count); no gap; no unexplained gauge sample.
 
-    The healthy phase rolls a segment every ~20 s and each is uploaded by the next task run: no
-    backlog there."""
+    The healthy phase rolls a segment every ~20 s and each is uploaded by the next task run; on a
+    loaded machine one may still wait past two task intervals (measured: 1 segment for 22 s on
+    4.3.1), and Kafka's gauge then shows it too: a backlog there is judged like any other."""
     f, ph = analysed["findings"], phases(analysed["manifest"])
     kinds = f.groupby("kind").size().to_dict()
     ups = f[f.kind == "upload_backlog"]
     gauge = analysed["jmx"][f"RemoteCopyLagSegments[{TOPIC}]"]
     interval = analysed["interval_ms"]
-    healthy = ph["healthy"]
-    assert not any(healthy[0] <= ms(t) <= healthy[1] for t in ups.start), ups.summary.to_list()
     errors = analysed["jmx"]["RemoteCopyErrorsPerSec"]
     for start, end, summary, figures in zip(ups.start, ups.end, ups.summary, ups.figures, strict=True):
         lo, hi = ms(start), (ms(end) if not pd.isna(end) else gauge[-1][0])

@@ -653,7 +653,8 @@ def gaps(history: DataFrame) -> DataFrame:
 # ----------------------------------------------------------------------------------- episodes
 
 def episodes(series: DataFrame, lag: str = "upload", *, min_seconds: float = 0.0) -> DataFrame:
-    """Maximal periods during which a partition's upload (or delete) lag stayed above zero.
+    """Maximal periods during which a partition's upload (or delete) lag stayed above zero (for
+    uploads: above the segments whose roll time is uncertain, ``uncertain_segments``).
 
     Parameters
     ----------
@@ -681,7 +682,13 @@ def episodes(series: DataFrame, lag: str = "upload", *, min_seconds: float = 0.0
     require_columns(series, ("topic", "partition", "time", "broker", seg, rec, byt, "copies_failed"), "episodes")
     w = Window.partitionBy("topic", "partition").orderBy("time")
     ends = series.agg(F.max("time").alias("_bundle_end"))
-    flagged = (series.withColumn("_on", F.col(seg) > 0)
+    on = F.col(seg) > 0
+    if lag == "upload" and "uncertain_segments" in series.columns:
+        # a segment whose roll time the bundle does not pin down (an idle active segment rolled by
+        # time, at some moment before its upload) may not have been waiting at all: it does not
+        # start or keep up a backlog on its own
+        on = (F.col(seg) - F.coalesce(F.col("uncertain_segments"), F.lit(0))) > 0
+    flagged = (series.withColumn("_on", on)
                .withColumn("_next", F.lead("time").over(w))
                .withColumn("_begin", F.col("_on") & ~F.coalesce(F.lag("_on").over(w), F.lit(False)))
                .withColumn("_run", F.sum(F.col("_begin").cast("int")).over(w.rowsBetween(Window.unboundedPreceding, 0)))
