@@ -271,30 +271,18 @@ def test_a_hidden_range_is_reported_as_a_gap(analysed):
 # ------------------------------------------------------------------------------------ findings
 
 def test_findings_follow_the_phases(analysed):
-    """Every upload backlog is one Kafka's own gauge showed (or, while copies failed, its copy error
-    count), and one comes from the burst; failed copies
-    in the failing phase (as many as Kafka's error count); no gap; no unexplained gauge sample.
+    """No backlog in the healthy phase; an upload backlog from the burst; failed copies in the failing
+    phase (as many as Kafka's error count); no gap; no unexplained gauge sample.
 
-    The healthy phase rolls a segment every ~20 s and each is uploaded by the next task run; on a
-    loaded machine one may still wait past two task intervals (measured: 1 segment for 22 s on
-    4.3.1), and Kafka's gauge then shows it too: a backlog there is judged like any other."""
+    The healthy phase rolls a segment every ~20 s and each is uploaded by the next task run. Kafka's
+    lag gauge cannot judge the backlogs themselves: 4.x refreshes it when a copy task run ends, so a
+    throttled run that uploads the whole burst leaves it at 0 throughout (measured), and 3.9.2 keeps
+    it at 0 while copies fail."""
     f, ph = analysed["findings"], phases(analysed["manifest"])
     kinds = f.groupby("kind").size().to_dict()
     ups = f[f.kind == "upload_backlog"]
-    gauge = analysed["jmx"][f"RemoteCopyLagSegments[{TOPIC}]"]
-    interval = analysed["interval_ms"]
-    errors = analysed["jmx"]["RemoteCopyErrorsPerSec"]
-    for start, end, summary, figures in zip(ups.start, ups.end, ups.summary, ups.figures, strict=True):
-        lo, hi = ms(start), (ms(end) if not pd.isna(end) else gauge[-1][0])
-        if figures["failed_copies"] > 0:
-            # copies failing: Kafka's lag gauge may stay at 0 (3.9.2 does), its error count rises
-            counts = [v for t, v in errors if lo - SKEW_MS <= t <= hi + interval + SKEW_MS]
-            assert counts and max(counts) > min(counts), (summary, counts)
-            continue
-        # Kafka refreshes the gauge when a copy task run starts, and a throttled run holds it for
-        # its whole length: the gauge shows the backlog somewhere in it, not at every sample
-        around = [v for t, v in gauge if lo - SKEW_MS <= t <= hi + interval + SKEW_MS]
-        assert around and max(around) >= 1, (summary, around)   # Kafka reported the backlog
+    healthy = ph["healthy"]
+    assert not any(healthy[0] <= ms(t) <= healthy[1] for t in ups.start), ups.summary.to_list()
     burst = ph["burst"]
     assert any(burst[0] <= ms(t) <= burst[1] for t in ups.start), ups.summary.to_list()
     failed = f[f.kind == "copy_failed"]
