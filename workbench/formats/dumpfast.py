@@ -1076,3 +1076,41 @@ class TextMemo:
         off = np.zeros(len(table) + 1, dtype=np.int64)
         np.cumsum([len(t) for t in table], out=off[1:])
         return keep, idx, np.frombuffer(b"".join(table), dtype=np.uint8), off
+
+
+def stage_run(mv: memoryview, meta: np.ndarray, n: int, no_data: np.ndarray) -> tuple[int, np.ndarray]:
+    """Check the CRC of the first ``n`` batches of ``meta`` (read off the window ``mv``) and
+    decompress their records into one staging buffer, rewriting their record ranges into it.
+
+    Returns ``(keep, stage)``: the run ends at the first batch the kernel cannot take (a CRC
+    mismatch or a codec failure: the careful writer takes it), and ``stage`` holds the
+    decompressed records (``no_data`` when none was compressed).
+    """
+    from crc32c import crc32c
+
+    from workbench.formats.compression import CODEC_NAMES, CodecError, decompress
+
+    parts: list[bytes] = []
+    staged = 0
+    for k in range(n):
+        row = meta[k]
+        a, b = int(row[M_REC_START]), int(row[M_REC_END])
+        if crc32c(mv[a - 40 : b]) != int(row[M_CRC]):
+            return k, _joined(parts, no_data)
+        row[M_CRC_VALID] = 1
+        codec = int(row[M_ATTRS]) & 7
+        if codec:
+            try:
+                plain = decompress(CODEC_NAMES[codec], mv[a:b], magic=2)
+            except CodecError:
+                return k, _joined(parts, no_data)
+            row[M_SRC] = 1
+            row[M_REC_START] = staged
+            staged += len(plain)
+            row[M_REC_END] = staged
+            parts.append(plain)
+    return n, _joined(parts, no_data)
+
+
+def _joined(parts: list[bytes], no_data: np.ndarray) -> np.ndarray:
+    return np.frombuffer(b"".join(parts), dtype=np.uint8) if parts else no_data

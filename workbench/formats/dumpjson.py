@@ -45,10 +45,7 @@ import struct
 from collections.abc import Iterable
 from typing import Any, BinaryIO, TextIO
 
-from crc32c import crc32c as _crc32c
-
 from workbench.formats.batch import MAX_BATCH_BYTES, Batch, Record, read_batches
-from workbench.formats.compression import CODEC_NAMES, CodecError, decompress
 from workbench.formats.problems import ProblemLog
 from workbench.formats.topics import DECODERS, decoder_for
 
@@ -272,29 +269,7 @@ class _LogJsonl:
                     continue
                 return pos
             want = _WINDOW
-            parts: list[bytes] = []
-            staged = 0
-            keep = n
-            for k in range(n):
-                row = meta[k]
-                a, b = int(row[K.M_REC_START]), int(row[K.M_REC_END])
-                if _crc32c(mv[a - 40 : b]) != int(row[K.M_CRC]):
-                    keep = k
-                    break
-                row[K.M_CRC_VALID] = 1
-                codec = int(row[K.M_ATTRS]) & 7
-                if codec:
-                    try:
-                        plain = decompress(CODEC_NAMES[codec], mv[a:b], magic=2)
-                    except CodecError:
-                        keep = k
-                        break
-                    row[K.M_SRC] = 1
-                    row[K.M_REC_START] = staged
-                    staged += len(plain)
-                    row[K.M_REC_END] = staged
-                    parts.append(plain)
-            stage = np.frombuffer(b"".join(parts), dtype=np.uint8) if parts else no_data
+            keep, stage = K.stage_run(mv, meta, n, no_data)
             run = meta[:keep]
             if texts is not None:
                 pay_text, text_data, text_off = texts.table(win, stage, run)

@@ -2207,13 +2207,11 @@ class _FastLog:
 
         from workbench.formats import dumpfast as K
         from workbench.formats.batch import MAX_BATCH_BYTES
-        from workbench.formats.compression import CODEC_NAMES, CodecError, decompress
 
         era, opts, end = self.era, self.opts, self.end
         meta = np.zeros((_META_ROWS, K.M_COLUMNS), dtype=np.int64)
         out = np.empty(_OUT_BYTES, dtype=np.uint8)
         o = 0
-        stage_parts: list[bytes] = []
         empty = np.zeros(0, dtype=np.int64)
         no_texts = np.zeros(1, dtype=np.int64)
         no_data = np.zeros(0, dtype=np.uint8)
@@ -2233,29 +2231,7 @@ class _FastLog:
                 break
             want = _WINDOW
             # CRCs and decompression: a batch the Python writer must take ends the run
-            stage_parts.clear()
-            staged = 0
-            keep = n
-            for k in range(n):
-                row = meta[k]
-                a, b = int(row[K.M_REC_START]), int(row[K.M_REC_END])
-                if _crc32c(mv[a - 40 : b]) != int(row[K.M_CRC]):
-                    keep = k
-                    break
-                row[K.M_CRC_VALID] = 1
-                codec = int(row[K.M_ATTRS]) & 7
-                if codec:
-                    try:
-                        plain = decompress(CODEC_NAMES[codec], mv[a:b], magic=2)
-                    except CodecError:
-                        keep = k
-                        break
-                    row[K.M_SRC] = 1
-                    row[K.M_REC_START] = staged
-                    staged += len(plain)
-                    row[K.M_REC_END] = staged
-                    stage_parts.append(plain)
-            stage = np.frombuffer(b"".join(stage_parts), dtype=np.uint8) if stage_parts else no_data
+            keep, stage = K.stage_run(mv, meta, n, no_data)
             run = meta[:keep]
             if self.texts is not None:
                 keep2, key_text, pay_text, text_data, text_off = self.texts.table(win, stage, run)
