@@ -141,6 +141,7 @@ class BundleWriter:
         name = TOOL_NAMES.get(tool, f"kafka-{tool}")
         t_ms = now_ms()
         result = self.kafka.run_tool(tool, args, timeout=timeout, check=False)
+        t_end_ms = now_ms()
         rel = f"tools/{t_ms}-{name}.txt"
         n = 1
         while (self.root / rel).exists():
@@ -148,7 +149,8 @@ class BundleWriter:
             rel = f"tools/{t_ms}-{name}-{n}.txt"
         (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
         (self.root / rel).write_text(result.stdout, encoding="utf-8")
-        entry: dict[str, Any] = {"t_ms": t_ms, "tool": name, "args": list(args), "file": rel}
+        # the tool's answer reflects some instant between t_ms and t_end_ms (JVM start, then requests)
+        entry: dict[str, Any] = {"t_ms": t_ms, "t_end_ms": t_end_ms, "tool": name, "args": list(args), "file": rel}
         if result.returncode != 0:
             entry["exit_code"] = result.returncode
             entry["stderr_tail"] = result.stderr[-2000:]

@@ -76,3 +76,23 @@ def test_bad_window_parameter_is_a_clear_error():
         mirror.settings_from({"mirror_window_s": "soon"})
     with pytest.raises(ConfigError, match="positive"):
         mirror.settings_from({"mirror_window_s": 0})
+
+
+def test_reported_metrics_leave_out_nan_samples(spark):
+    """MM2 reports the -max of a window without records as NaN: no value, and it would win every max."""
+    from workbench.spark.metrics import METRICS_SCHEMA
+
+    name = "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms_max"
+    labels = {"target": "B", "topic": "A.t", "partition": "0"}
+    metrics = spark.createDataFrame([
+        (0, "m.csv", "jmxtool", name, None, None, None, labels, at(1), 40.0),
+        (0, "m.csv", "jmxtool", name, None, None, None, labels, at(2), float("nan")),
+        (0, "m.csv", "jmxtool", name, None, None, None, labels, at(3), None),  # out of range: kept, null
+        (0, "m.csv", "jmxtool", "kafka_server_other", None, None, None, labels, at(3), 1.0),
+    ], METRICS_SCHEMA)
+    got = mirror.reported_metrics(metrics, [mirror.Flow("A", "B")])
+    want = spark.createDataFrame([
+        ("A", "B", "t", "A.t", 0, None, "replication-latency-ms-max", at(1), 40.0, "jmxtool", 0),
+        ("A", "B", "t", "A.t", 0, None, "replication-latency-ms-max", at(3), None, "jmxtool", 0),
+    ], got.schema)
+    assertDataFrameEqual(got, want)

@@ -982,6 +982,8 @@ def reported_metrics(metrics: DataFrame, flows: Sequence[Flow] = ()) -> DataFram
         target and replicated-topic prefix match), ``topic`` (the source topic), ``target_topic`` (the MBean's
         ``topic``: MM2 names the replicated one), ``partition``, ``group`` (checkpoint metrics),
         ``metric`` (the short name, e.g. ``replication-latency-ms``), ``time, value, format, node_id``.
+        A NaN sample (the ``-max`` of a window without records, as MM2 reports it) is no value and is left
+        out: Spark orders NaN above every number, so one would win every ``max``.
     """
     from pyspark.sql import functions as F
 
@@ -999,7 +1001,8 @@ def reported_metrics(metrics: DataFrame, flows: Sequence[Flow] = ()) -> DataFram
             & target_topic.startswith(prefix)
         upstream = F.when(ours, F.expr(f"substring(labels['topic'], {len(prefix) + 1})")).otherwise(upstream)
         source = F.when(source.isNull() & ours, F.lit(f.source)).otherwise(source)
-    return (metrics.where(F.col("name").isin(list(MM2_METRICS)) & F.col("timestamp").isNotNull())
+    return (metrics.where(F.col("name").isin(list(MM2_METRICS)) & F.col("timestamp").isNotNull()
+                          & ~F.isnan("value"))
             .select(source.alias("source_alias"), label.getItem("target").alias("target_alias"),
                     upstream.alias("topic"), target_topic.alias("target_topic"),
                     label.getItem("partition").cast("int").alias("partition"), label.getItem("group").alias("group"),
