@@ -55,15 +55,36 @@ def bundle_for(records: int, seed: int) -> Path:
     return root
 
 
+class Steps(dict):
+    """Seconds per named step of a benchmark."""
+
+    def run(self, name: str, fn):
+        """Run ``fn()``, keep its wall seconds under ``name`` and return its result."""
+        t = time.perf_counter()
+        out = fn()
+        self[name] = round(time.perf_counter() - t, 2)
+        return out
+
+
+def spark_with_peak_rss(workbench):
+    """A ``local[2]`` session (UTC, 8 shuffle partitions) and a started :class:`PeakRss` of its JVM."""
+    spark = workbench.session("local[2]", conf={"spark.sql.shuffle.partitions": "8",
+                                                "spark.driver.extraJavaOptions": "-Duser.timezone=UTC"})
+    gateway = spark.sparkContext._gateway
+    jvm = PeakRss(int(gateway.proc.pid) if hasattr(gateway, "proc") else os.getpid())
+    jvm.start()
+    return spark, jvm
+
+
 class PeakRss(threading.Thread):
     """Samples a process's resident set size until stopped; ``peak`` in bytes."""
 
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
-        self.pid, self.peak, self._stop = pid, 0, threading.Event()
+        self.pid, self.peak, self._halt = pid, 0, threading.Event()
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             try:
                 for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
                     if line.startswith("VmRSS:"):
@@ -73,7 +94,7 @@ class PeakRss(threading.Thread):
             time.sleep(0.2)
 
     def stop(self) -> int:
-        self._stop.set()
+        self._halt.set()
         self.join()
         return self.peak
 
@@ -83,14 +104,9 @@ def measure(spark, path: Path) -> dict:
     from workbench.analysis import quorum
 
     tables = workbench.load(workbench.open_bundle(path), spark)
-    steps: dict[str, float] = {}
+    steps = Steps()
+    step = steps.run
     started = time.perf_counter()
-
-    def step(name, fn):
-        t = time.perf_counter()
-        out = fn()
-        steps[name] = round(time.perf_counter() - t, 2)
-        return out
 
     appends = step("log_appends", lambda: tables.derive("bench.appends", lambda: quorum.log_appends(
         tables.batches, tables.metadata)))
@@ -116,11 +132,7 @@ def main() -> None:
     for scale in args.scales:
         records = args.records * scale
         path = bundle_for(records, args.seed)
-        spark = workbench.session("local[2]", conf={"spark.sql.shuffle.partitions": "4",
-                                                    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC"})
-        jvm = PeakRss(int(spark.sparkContext._gateway.proc.pid)) if hasattr(spark.sparkContext._gateway, "proc") \
-            else PeakRss(os.getpid())
-        jvm.start()
+        spark, jvm = spark_with_peak_rss(workbench)
         result = measure(spark, path)
         result.update(records=records, jvm_peak_mib=round(jvm.stop() / 2**20),
                       python_peak_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),

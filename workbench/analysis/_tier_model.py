@@ -17,7 +17,9 @@ What a bundle says about a partition's log, and what is derived from it:
   retention expires the active segment. The first batch of the next segment pins it when the
   bundle still holds it; else the largest record timestamp of the segment (it rolled no earlier),
   or that plus the local retention when the next segment was opened empty; never after the
-  segment's first copy started;
+  segment's first copy started. Retention deletes local segments in offset order and stops at the
+  first one not uploaded, and it rolls the active segment only when every segment before it went:
+  an idle segment's retention roll waits for the uploads of all earlier segments;
 * when a local segment was deleted (``local_deleted``): local segments still in the bundle were
   never deleted; the others went at Kafka's first retention check after they became deletable —
   uploaded as far as Kafka knew (the highest copied offset reached their end) and past local
@@ -497,7 +499,10 @@ def build_history(attempts: pd.DataFrame, local: pd.DataFrame, settings: TopicSe
     rolled = np.full(n, NAN)
     latest = np.full(n, NAN)
     evidence: list[str | None] = [None] * n
+    uploaded_before = NAN  # the last upload of a segment before i (a retention roll waits for it)
     for i in range(n):
+        if i:
+            uploaded_before = _nanmax(uploaded_before, out["uploaded"][i - 1])
         if out["active"][i]:
             continue
         nxt = i + 1 if i + 1 < n else None
@@ -511,6 +516,8 @@ def build_history(attempts: pd.DataFrame, local: pd.DataFrame, settings: TopicSe
         own = max_ts[i]
         lower = own if not math.isnan(own) else _nanmax(rolled[i - 1] if i else NAN, max_ts[i - 1] if i else NAN)
         by_retention = time_due(lower, settings.local_retention_ms, settings)
+        if not math.isnan(by_retention):
+            by_retention = _nanmax(by_retention, uploaded_before)
         if not math.isnan(first_next):
             cand, why = _nanmin(first_next, by_retention), "next_batch"
             if not math.isnan(by_retention) and by_retention < first_next:

@@ -1,0 +1,117 @@
+"""Time to first plot of every area view on a synthetic bundle of 10,000 partitions and 1,000 groups.
+
+Usage::
+
+    python benchmarks/bench_views.py                         # 1 M metadata records, 100,000 commits
+    python benchmarks/bench_views.py --metadata-records 200000 --commits 20000
+
+The bundle (one node, written once into ``$KAFKA_WORKBENCH_CACHE/bench/views-m<records>-c<commits>-s<seed>/``):
+
+* a KRaft metadata log of ``synthetic_metadata.py``: 1,000 topics of 10 partitions (10,000 partitions,
+  ``min.insync.replicas=2``), then ISR shrinks and expands (70 %) and NoOpRecords (30 %);
+* data partitions and ``__consumer_offsets`` of ``bench_consumer_lag.py``: 10,000 partitions (topics
+  ``lag-000``..``lag-999``), ``--gib`` GiB of batches, ``--commits`` commits by 1,000 groups, one topic each.
+
+Timed, in one local Spark session (``local[2]``), as a person meets them in the overview notebook:
+``open`` (:func:`workbench.investigation.open_investigation`: the bundle listed, the tables declared),
+``findings`` (every area's findings, collected: what the overview's timeline plots first), then for
+every area with data ``view:<area>`` (:meth:`Investigation.view`: the area's view frames computed,
+brought to pandas, and the widget built with its first figure). Each is the time from the click to
+a plot. Peak memory: the Spark JVM's and this process's largest resident set.
+
+Prints one JSON line: ``steps`` (seconds), ``findings``, ``views`` (per area: the widget's class and
+the number of traces of its first figure), ``jvm_peak_mib``, ``python_peak_mib``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_consumer_lag import write_bundle  # noqa: E402
+from bench_quorum import Steps, spark_with_peak_rss  # noqa: E402
+from synthetic_metadata import write_synthetic_metadata_log  # noqa: E402
+
+PARTITIONS = 10_000
+
+
+def bundle_for(metadata_records: int, commits: int, gib: float, seed: int) -> Path:
+    from peer.kafka import cache_root
+
+    root = cache_root() / "bench" / f"views-m{metadata_records}-c{commits}-g{gib:g}-s{seed}"
+    done = root / ".complete"
+    if done.exists():
+        return root
+    import shutil
+
+    shutil.rmtree(root, ignore_errors=True)
+    written = write_bundle(root, commits, gib, PARTITIONS, seed)
+    meta = root / "nodes" / "1" / "logs" / "__cluster_metadata-0"
+    meta.mkdir(parents=True)
+    written["metadata"] = write_synthetic_metadata_log(str(meta / "00000000000000000000.log"), metadata_records,
+                                                       seed=seed)
+    (root / "written.json").write_text(json.dumps(written, indent=1), "utf-8")
+    done.write_text("", "utf-8")
+    return root
+
+
+def _figures(widget) -> list:
+    """The plotly figures inside a widget tree (FigureWidget children, or ``figure`` attributes)."""
+    import plotly.graph_objects as go
+
+    out, todo = [], [widget]
+    while todo:
+        w = todo.pop()
+        if isinstance(w, go.FigureWidget | go.Figure):
+            out.append(w)
+        todo.extend(getattr(w, "children", ()) or ())
+        fig = getattr(w, "figure", None)
+        if isinstance(fig, go.Figure | go.FigureWidget):
+            out.append(fig)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--metadata-records", type=int, default=1_000_000)
+    parser.add_argument("--commits", type=int, default=100_000)
+    parser.add_argument("--gib", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    import workbench
+    from workbench.investigation import open_investigation
+
+    path = bundle_for(args.metadata_records, args.commits, args.gib, args.seed)
+    spark, jvm = spark_with_peak_rss(workbench)
+    steps = Steps()
+    step = steps.run
+
+    inv = step("open", lambda: open_investigation(str(path), spark=spark))
+    findings = step("findings", lambda: inv.findings().toPandas())
+    views = {}
+    for area in inv.area_titles():
+        if not inv.has_data(area):
+            continue
+        widget = step(f"view:{area}", lambda a=area: inv.view(a))
+        figs = _figures(widget) if widget is not None else []
+        views[area] = {"widget": type(widget).__name__, "figures": len(figs),
+                       "traces": sum(len(f.data) for f in figs)}
+    result = {"bundle": json.loads((path / "written.json").read_text("utf-8")) | {"metadata": None},
+              "steps": steps, "findings": len(findings), "views": views,
+              "jvm_peak_mib": round(jvm.stop() / 2**20),
+              "python_peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+              "load_average": os.getloadavg()[0]}
+    spark.stop()
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
