@@ -66,10 +66,12 @@ class Steps(dict):
         return out
 
 
-def spark_with_peak_rss(workbench):
-    """A ``local[2]`` session (UTC, 8 shuffle partitions) and a started :class:`PeakRss` of its JVM."""
-    spark = workbench.session("local[2]", conf={"spark.sql.shuffle.partitions": "8",
-                                                "spark.driver.extraJavaOptions": "-Duser.timezone=UTC"})
+def spark_with_peak_rss(workbench, driver_memory: str | None = None):
+    """A ``local[2]`` session (UTC, 8 shuffle partitions; ``driver_memory``, else the workbench's default)
+    and a started :class:`PeakRss` of its JVM."""
+    spark = workbench.session("local[2]", driver_memory=driver_memory,
+                              conf={"spark.sql.shuffle.partitions": "8",
+                                    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC"})
     gateway = spark.sparkContext._gateway
     jvm = PeakRss(int(gateway.proc.pid) if hasattr(gateway, "proc") else os.getpid())
     jvm.start()
@@ -124,6 +126,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=10_000_000)
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--driver-memory", default=None, help="spark.driver.memory (default: the workbench's, 1g)")
     args = parser.parse_args()
 
     import workbench
@@ -132,7 +135,7 @@ def main() -> None:
     for scale in args.scales:
         records = args.records * scale
         path = bundle_for(records, args.seed)
-        spark, jvm = spark_with_peak_rss(workbench)
+        spark, jvm = spark_with_peak_rss(workbench, args.driver_memory)
         result = measure(spark, path)
         result.update(records=records, jvm_peak_mib=round(jvm.stop() / 2**20),
                       python_peak_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),

@@ -92,7 +92,11 @@ def main() -> None:
     path = bundle_for(args.metadata_records, args.commits, args.gib, args.seed)
     spark, jvm = spark_with_peak_rss(workbench)
     steps = Steps()
-    step = steps.run
+
+    def step(name, fn):
+        out = steps.run(name, fn)
+        print(f"{name}: {steps[name]} s", file=sys.stderr, flush=True)  # progress, while the rest runs
+        return out
 
     inv = step("open", lambda: open_investigation(str(path), spark=spark))
     findings = step("findings", lambda: inv.findings().toPandas())
