@@ -115,7 +115,7 @@ def write_bundle(root: Path, commits: int, gib: float, partitions: int, seed: in
     files = [None] * OFFSETS_PARTITIONS
     sizes = [OFFSETS_SEGMENT_BYTES] * OFFSETS_PARTITIONS
     next_offset = [0] * OFFSETS_PARTITIONS
-    made = 0
+    made = commit_batches = 0
     for t, topic in enumerate(topics):
         group = f"group-{t:03d}"
         slot = t % OFFSETS_PARTITIONS
@@ -143,12 +143,13 @@ def write_bundle(root: Path, commits: int, gib: float, partitions: int, seed: in
             sizes[slot] += len(data)
             next_offset[slot] += n_parts
             made += n_parts
+            commit_batches += 1
     for f in files:
         if f:
             f.close()
     return {"partitions": partitions, "topics": len(topics), "batches_per_partition": batches,
             "records": batches * RECORDS_PER_BATCH * partitions, "bytes": written, "commits": made,
-            "commit_batches": sum(next_offset) // 10}
+            "commit_batches": commit_batches}
 
 
 def bundle_for(commits: int, gib: float, partitions: int, seed: int) -> tuple[Path, dict]:

@@ -108,7 +108,7 @@ def main() -> None:
         figs = _figures(widget) if widget is not None else []
         views[area] = {"widget": type(widget).__name__, "figures": len(figs),
                        "traces": sum(len(f.data) for f in figs)}
-    result = {"bundle": json.loads((path / "written.json").read_text("utf-8")) | {"metadata": None},
+    result = {"bundle": json.loads((path / "written.json").read_text("utf-8")),
               "steps": steps, "findings": len(findings), "views": views,
               "jvm_peak_mib": round(jvm.stop() / 2**20),
               "python_peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),

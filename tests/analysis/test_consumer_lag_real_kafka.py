@@ -112,11 +112,15 @@ def _utc(t) -> F.Column:
     return F.lit(pd.Timestamp(t).tz_localize("UTC").to_pydatetime())  # the session's time zone is UTC
 
 
-def _expiring(tables, since, until) -> set[str]:
+def _removals(tables) -> pd.DataFrame:
+    """When the coordinator removed offsets: ``group, removed_time`` (naive UTC, as the captures' times)."""
+    return cl.removed_offsets(tables.offsets).select("group", "removed_time").toPandas()
+
+
+def _expiring(removals: pd.DataFrame, since, until) -> set[str]:
     """Groups some of whose offsets the coordinator removed in (since, until]."""
-    rows = cl.removed_offsets(tables.offsets).where(
-        (F.col("removed_time") > _utc(since)) & (F.col("removed_time") <= _utc(until)))
-    return {r.group for r in rows.select("group").distinct().collect()}
+    t = removals.removed_time
+    return set(removals[(t > pd.Timestamp(since)) & (t <= pd.Timestamp(until))].group)
 
 
 def test_records_lag_equals_kafka_consumer_groups_at_every_capture(bundle):
@@ -143,8 +147,9 @@ def test_records_lag_equals_kafka_consumer_groups_at_every_capture(bundle):
         [*key, "current_offset", "log_end_offset", "lag"]]
     done = _answered_by(path, manifest)
     printed = set(zip(want.path, want.group, strict=True))
+    removals = _removals(tables)
     unsure = {(r.path, g) for r in captures.itertuples()
-              for g in _expiring(tables, r.captured, done[Path(r.path).name])} - printed
+              for g in _expiring(removals, r.captured, done[Path(r.path).name])} - printed
     mine = mine[[(p, g) not in unsure for p, g in zip(mine.path, mine.group, strict=True)]]
     pd.testing.assert_frame_equal(mine.sort_values(key).reset_index(drop=True),
                                   want.sort_values(key).reset_index(drop=True), check_dtype=False)
@@ -290,7 +295,7 @@ def test_groups_whose_offsets_expired_are_those_kafka_no_longer_lists(bundle):
     got = maybe[maybe.group.isin(gone)]
     want = pd.DataFrame([(g, n, n) for g, n in sorted(partitions.items())], columns=got.columns)
     pd.testing.assert_frame_equal(got.sort_values("group").reset_index(drop=True), want, check_dtype=False)
-    assert set(maybe.group) - gone <= _expiring(tables, last, done)
+    assert set(maybe.group) - gone <= _expiring(_removals(tables), last, done)
 
 
 def test_histogram_buckets_hold_every_commit_on_power_of_two_bounds(bundle, lags):
