@@ -76,6 +76,32 @@ def test_batches_table_equals_the_careful_reader_on_real_kafka(spark, kafka_bund
     assertDataFrameEqual(headers_only, expected(spark, bundle, verify=False)[0])
 
 
+def test_small_files_are_packed_into_few_tasks_and_read_the_same(spark, kafka_bundle):
+    """Consecutive files share an input partition up to ``pack_bytes``/``pack_files``; the rows
+    are those of one partition per file, whole."""
+    bundle = workbench.open_bundle(kafka_bundle("consumer_lag"))
+    files = bundle.of_kind("segment", "snapshot", "bootstrap")
+    spec = table_spec("batches")
+    one_each = read_table(spark, bundle, spec, files, pack_files=1)
+    limit = 256 << 10
+    packed = read_table(spark, bundle, spec, files, pack_bytes=limit)
+    by_default = read_table(spark, bundle, spec, files)
+    sizes = [(bundle.root / a.path).stat().st_size for a in files]
+    packs, room = 0, 0  # greedy, in file order: a file that does not fit starts a pack
+    for size in sizes:
+        if size >= limit or size > room:
+            packs += 1
+            room = 0 if size >= limit else limit - size
+        else:
+            room -= size
+    assert len(files) > 50 and max(sizes) < 128 << 20
+    assert one_each.rows.rdd.getNumPartitions() == len(files)
+    assert 1 < packed.rows.rdd.getNumPartitions() == packs < len(files)
+    assert by_default.rows.rdd.getNumPartitions() == -(-len(files) // 256)  # all small: 256 files a task
+    assertDataFrameEqual(packed.rows, one_each.rows)
+    assertDataFrameEqual(by_default.rows, one_each.rows)
+
+
 def test_damaged_segments_and_split_reading(spark, kafka_bundle, tmp_path):
     """A damaged copy of a real bundle, read in 64 KiB splits: the intact rows, less what the
     damage destroyed, and one problem per damaged stretch, where the damage is."""

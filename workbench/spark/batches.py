@@ -8,8 +8,9 @@ Options
     ``files``, ``strict``, ``verify_crc`` (default true: every batch's CRC-32C is checked; false
     reads the 61-byte headers only and leaves ``crc_valid`` null), ``split_bytes``.
 Partitioning
-    One input partition per file; segments larger than ``split_bytes`` (128 MiB) are split at
-    batch boundaries found in their ``.index``, so one large segment spreads over executors.
+    Small files packed into one input partition (:mod:`workbench.spark.source`); segments
+    larger than ``split_bytes`` (128 MiB) are split at batch boundaries found in their
+    ``.index``, so one large segment spreads over executors.
 
 Local files go through :func:`~workbench.formats.fastscan.scan_batch_columns` (compiled header
 hopping, bulk CRC check, the careful reader wherever a header is not clean) and become Arrow
@@ -84,7 +85,7 @@ class SplitSegmentsReader(ArtifactReader):
         super().__init__(schema, options)
         self.split_bytes = option_int(options, "split_bytes", SPLIT_BYTES)
 
-    def partitions(self) -> list[FilePartition]:
+    def pieces(self) -> list[FilePartition]:
         import os
 
         out: list[FilePartition] = []

@@ -11,9 +11,10 @@ Options
     ``fields`` column only for the rows the typed columns do not describe; true: for every row,
     at the careful decoder's speed), ``split_bytes``.
 Partitioning
-    One input partition per file; local files larger than ``split_bytes`` (32 MiB) are split at
-    batch boundaries taken from their ``.index`` or, without one, from a scan of their batch
-    headers, so one large log segment spreads over executors.
+    Small files packed into one input partition (:mod:`workbench.spark.source`); local files
+    larger than ``split_bytes`` (32 MiB) are split at batch boundaries taken from their
+    ``.index`` or, without one, from a scan of their batch headers, so one large log segment
+    spreads over executors.
 
 Columns: the record's place (node, its cluster id from ``meta.properties``: a bundle may hold
 several clusters, as MirrorMaker 2's does; file, batch, offset, time, Raft epoch), its type, then the typed
@@ -113,7 +114,7 @@ class MetadataReader(ArtifactReader):
         self.fields = option_bool(options, "fields", False)
         self.split_bytes = option_int(options, "split_bytes", SPLIT_BYTES)
 
-    def partitions(self) -> list[FilePartition]:
+    def pieces(self) -> list[FilePartition]:
         import os
 
         out: list[FilePartition] = []

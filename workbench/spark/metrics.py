@@ -12,7 +12,8 @@ Reads
 Options
     ``strict``.
 Partitioning
-    One input partition per file.
+    Each file read whole; small files are packed into one input partition (``pack_bytes``,
+    ``pack_files``: :mod:`workbench.spark.source`).
 
 Columns: ``node_id, path, format`` (``jmxtool``, ``prometheus_text``, ``prometheus_json``),
 ``name`` (the normalised name: the same for a value whatever the export), ``metric`` (as the

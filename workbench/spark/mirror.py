@@ -16,7 +16,8 @@ Reads
 Options
     ``files``, ``strict``, ``context`` (set by the table's build: the clusters and flows as JSON).
 Partitioning
-    One input partition per file.
+    Each file read whole; small files are packed into one input partition (``pack_bytes``,
+    ``pack_files``: :mod:`workbench.spark.source`).
 
 Control batches (the transaction markers of an exactly-once Connect worker) are skipped; the
 records of an aborted transaction of such a worker are kept like the others.

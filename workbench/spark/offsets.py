@@ -9,9 +9,9 @@ Reads
 Options
     ``files`` (see :mod:`workbench.spark.source`), ``strict``.
 Partitioning
-    One input partition per file. Segments of ``__consumer_offsets`` are at most
-    ``offsets.topic.segment.bytes`` (100 MiB by default), and reading a whole file lets the
-    reader settle the transactions it holds (``txn_outcome``).
+    Each file read whole (small ones packed: :mod:`workbench.spark.source`). Segments of
+    ``__consumer_offsets`` are at most ``offsets.topic.segment.bytes`` (100 MiB by default),
+    and reading a whole file lets the reader settle the transactions it holds (``txn_outcome``).
 
 Columns
     ``node_id``, ``path``: the replica read (the node whose log dir holds the file);

@@ -10,7 +10,8 @@ Reads
 Options
     ``files``, ``strict``.
 Partitioning
-    One input partition per file.
+    Each file read whole; small files are packed into one input partition (``pack_bytes``,
+    ``pack_files``: :mod:`workbench.spark.source`).
 
 Columns: ``node_id`` (the node whose log dir holds the file), ``path``, ``data_version`` (0:
 3.x static quorum with ``clusterId``, ``appliedOffset`` and ``currentVoters``; 1: from 3.8,
@@ -29,7 +30,7 @@ Reads
 Options
     ``files``, ``strict``.
 Partitioning
-    One input partition per file; every batch header is read and CRC-checked, only the control
+    Each file read whole (small ones packed, as above); every batch header is read and CRC-checked, only the control
     records (header and footer) are decoded.
 
 Columns: ``node_id``, ``path``, ``file_kind`` (``snapshot`` or ``bootstrap``), ``state``

@@ -8,7 +8,8 @@ Reads
 Options
     ``files``, ``strict``.
 Partitioning
-    One input partition per file.
+    Each file read whole; small files are packed into one input partition (``pack_bytes``,
+    ``pack_files``: :mod:`workbench.spark.source`).
 
 Columns
     ``node_id``, ``path``; ``metadata_partition``: the partition *of* ``__remote_log_metadata``

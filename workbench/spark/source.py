@@ -5,7 +5,11 @@ A table module (``workbench/spark/<table>.py``) subclasses :class:`ArtifactReade
 schema. Everything else is here:
 
 * the option ``files``: a JSON list of ``{path, node_id, kind, base_offset, topic, partition}``
-  (:func:`files_option` builds it from a bundle's artifacts); one input partition per file;
+  (:func:`files_option` builds it from a bundle's artifacts);
+* input partitions: a reader's :meth:`ArtifactReader.pieces` are its files (or byte ranges of
+  large ones), and consecutive small pieces are packed into one input partition
+  (:class:`FilePack`) up to ``pack_bytes`` (default 32 MiB) or ``pack_files`` (default 256)
+  pieces, so a bundle of 10,000 small segments is read by tens of Spark tasks, not 10,000;
 * one pass per file yields both the table's rows and the problems met reading it: the source's
   schema is the table's columns followed by :data:`PROBLEM_COLUMNS`, and a row whose
   ``_problem_kind`` is set is a problem. :func:`workbench.spark.registry.read_table` splits the
@@ -37,6 +41,12 @@ if TYPE_CHECKING:
 
 #: Rows per yielded Arrow batch.
 ARROW_BATCH_ROWS = 8192
+
+#: Bytes of small files packed into one input partition (option ``pack_bytes``).
+PACK_BYTES = 32 * 1024 * 1024
+
+#: Files (or pieces of files) packed into one input partition at most (option ``pack_files``).
+PACK_FILES = 256
 
 #: The ``problems`` table: everything that could not be read.
 PROBLEMS_SCHEMA = "node_id int, path string, position long, kind string, detail string"
@@ -145,6 +155,61 @@ class FilePartition(InputPartition):
                              start, end, self.cluster_id)
 
 
+class FilePack(InputPartition):
+    """Consecutive pieces read by one Spark task, each with its own problem log. Picklable."""
+
+    def __init__(self, pieces: Sequence[FilePartition]) -> None:
+        super().__init__(len(pieces))
+        self.pieces = list(pieces)
+
+
+def piece_bytes(piece: FilePartition) -> int | None:
+    """The bytes ``piece`` covers, or None when unknown (a remote file: it gets a partition of its own)."""
+    import os
+
+    local = local_path(piece.path)
+    if local is None:
+        return None
+    if piece.end is not None:
+        return max(0, piece.end - piece.start)
+    try:
+        return max(0, os.path.getsize(local) - piece.start)
+    except OSError:
+        return 0
+
+
+def pack(pieces: Iterable[FilePartition], pack_bytes: int, pack_files: int) -> list[FilePack]:
+    """Consecutive ``pieces`` packed into partitions of at most ``pack_bytes`` bytes or ``pack_files`` pieces.
+
+    A piece larger than ``pack_bytes`` (or of unknown size) is a partition of its own; order is kept.
+
+    Examples
+    --------
+    >>> parts = [FilePartition(f"/nonexistent/{i}", 1, "segment", 0) for i in range(5)]
+    >>> [len(p.pieces) for p in pack(parts, 1 << 20, 2)]
+    [2, 2, 1]
+    """
+    out: list[FilePack] = []
+    current: list[FilePartition] = []
+    size = 0
+    for piece in pieces:
+        n = piece_bytes(piece)
+        if n is None or n >= pack_bytes:
+            if current:
+                out.append(FilePack(current))
+                current, size = [], 0
+            out.append(FilePack([piece]))
+            continue
+        if current and (size + n > pack_bytes or len(current) >= pack_files):
+            out.append(FilePack(current))
+            current, size = [], 0
+        current.append(piece)
+        size += n
+    if current:
+        out.append(FilePack(current))
+    return out
+
+
 def files_option(bundle: Bundle, artifacts: Iterable[Artifact]) -> str:
     """The ``files`` option of a source: the artifacts with absolute paths and their node's cluster id, as JSON."""
     clusters = bundle.node_clusters()
@@ -226,12 +291,13 @@ def constant(n: int, value: Any, typ: pa.DataType) -> pa.Array:
 
 
 class ArtifactReader(DataSourceReader):
-    """Reads the files of the ``files`` option, one input partition each, rows and problems in one pass.
+    """Reads the files of the ``files`` option, small ones packed together, rows and problems in one pass.
 
     Subclasses set :attr:`schema_ddl` and implement :meth:`decode`, which yields either row
     dicts (column name -> value; timestamps as µs) or ``pyarrow.RecordBatch``\\ es with exactly
     the table's columns. Problems go to the :class:`~workbench.formats.problems.ProblemLog`
-    given to ``decode``; they are emitted after the rows, as rows of their own.
+    given to ``decode``; they are emitted after each file's rows, as rows of their own. A subclass
+    that splits large files overrides :meth:`pieces`.
     """
 
     #: The table's columns (DDL), without the problem columns.
@@ -241,21 +307,31 @@ class ArtifactReader(DataSourceReader):
         self.options = dict(options)
         self.files = parse_files(options)
         self.strict = option_bool(options, "strict", False)
+        self.pack_bytes = option_int(options, "pack_bytes", PACK_BYTES)
+        self.pack_files = option_int(options, "pack_files", PACK_FILES)
 
-    def partitions(self) -> Sequence[FilePartition]:
+    def pieces(self) -> Sequence[FilePartition]:
+        """What is read: one piece per file (override to split large files into byte ranges)."""
         return self.files
+
+    def partitions(self) -> Sequence[FilePack]:
+        return pack(self.pieces(), self.pack_bytes, self.pack_files)
 
     def decode(self, partition: FilePartition, log: ProblemLog) -> Iterator[dict[str, Any] | pa.RecordBatch]:
         """Rows of one partition (override)."""
         raise NotImplementedError
 
-    def read(self, partition: FilePartition) -> Iterator[Any]:  # type: ignore[override]
+    def read(self, partition: FilePack | FilePartition) -> Iterator[Any]:  # type: ignore[override]
+        schema = arrow_schema(self.schema_ddl)
+        full = arrow_schema(f"{self.schema_ddl}, {PROBLEM_COLUMNS}")
+        for piece in partition.pieces if isinstance(partition, FilePack) else [partition]:
+            yield from self._read_piece(piece, schema, full)
+
+    def _read_piece(self, partition: FilePartition, schema: pa.Schema, full: pa.Schema) -> Iterator[Any]:
         import pyarrow as pa
 
         from workbench.formats.problems import ProblemLog
 
-        schema = arrow_schema(self.schema_ddl)
-        full = arrow_schema(f"{self.schema_ddl}, {PROBLEM_COLUMNS}")
         log = ProblemLog(partition.path, strict=self.strict)
         rows: list[dict[str, Any]] = []
         try:

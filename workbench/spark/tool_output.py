@@ -23,7 +23,8 @@ Reads
 Options
     ``strict``.
 Partitioning
-    One input partition per file.
+    Each file read whole; small files are packed into one input partition (``pack_bytes``,
+    ``pack_files``: :mod:`workbench.spark.source`).
 
 Every row carries ``path``, ``captured`` (when the tool ran), ``captured_from`` and ``args``.
 The capture time comes from the file name when it starts with epoch milliseconds (the
