@@ -210,14 +210,18 @@ if isr_data:
 
 # %%
 if isr_data:
-    states_pd = states.toPandas()
-    counts_pd = isr_analysis.under_min_isr_counts(states).toPandas()
+    # bounded whatever the cluster's size: the least healthy partitions, the counts thinned in Spark
+    shown = isr_analysis.view_frames(states, **(dict(topics=topics, start=start, end=end) if inv.report else {}))
+    shown = {name: frame.toPandas() for name, frame in shown.items()}
+    total = int(shown["partitions"]["partitions"].iloc[0])
+    counts_pd = shown["counts"]
     reported_pd = isr_analysis.reported_under_min_isr(inv.tables.metrics).toPandas()
     if inv.report:
-        isr_view.figure_isr_timeline(states_pd, topics=topics, start=start, end=end).show()
+        isr_view.figure_isr_timeline(shown["states"], topics=topics, start=start, end=end,
+                                     partitions_total=total).show()
     else:
-        display(isr_view.IsrTimeline(states_pd, counts_pd, topics=topics, start=start, end=end,
-                                     window=inv.window))
+        display(isr_view.IsrTimeline(shown["states"], counts_pd, topics=topics, start=start, end=end,
+                                     window=inv.window, partitions_total=total))
 
 # %% [markdown]
 # ### UnderMinIsrPartitionCount per broker

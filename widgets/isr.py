@@ -160,14 +160,15 @@ def _worst_partitions(
         return frame, total
     begin = frame["start"] if lo is None else frame["start"].clip(lower=lo)
     finish = frame["end"] if hi is None else frame["end"].clip(upper=hi)
-    seconds = (finish - begin).dt.total_seconds().clip(lower=0)
+    # whole nanoseconds, summed exactly: partitions that tie, tie whatever the order of the sum
+    span = (finish - begin).clip(lower=pd.Timedelta(0)).to_numpy().astype("int64")
     scores = pd.DataFrame(
         {
             "topic": frame["topic"],
             "partition": frame["partition"],
-            "offline": seconds.where(frame["state"] == "offline", 0.0),
-            "under_min": seconds.where(frame["state"] == "under_min_isr", 0.0),
-            "unhealthy": seconds.where(frame["state"] != "healthy", 0.0),
+            "offline": np.where(frame["state"] == "offline", span, 0),
+            "under_min": np.where(frame["state"] == "under_min_isr", span, 0),
+            "unhealthy": np.where(frame["state"] != "healthy", span, 0),
         }
     )
     ranked = (
@@ -213,6 +214,7 @@ def figure_isr_timeline(
     start: TimeLike = None,
     end: TimeLike = None,
     max_rows: int | None = 200,
+    partitions_total: int | None = None,
 ) -> go.Figure:
     """Gantt-like timeline of partition states: one row per topic-partition, one bar per interval.
 
@@ -233,6 +235,9 @@ def figure_isr_timeline(
         At most this many partitions (rows): the least healthy ones are kept (most offline time,
         then under min ISR, then otherwise unhealthy time, within the window) and the title says
         so. ``None``: all.
+    partitions_total : int, optional
+        How many partitions there are in all when ``intervals`` holds only the least healthy of
+        them (:func:`workbench.analysis.isr.view_frames`): the title names both numbers.
 
     Returns
     -------
@@ -275,12 +280,16 @@ def figure_isr_timeline(
     title = "Partition ISR state over time"
     if frame.empty:
         return _empty_figure(title, "No partition state interval matches the filters.")
+    total = int(frame[["topic", "partition"]].drop_duplicates().shape[0])
+    shown = total
     if max_rows is not None:
         if max_rows < 1:
             raise ConfigError(f"max_rows: expected a positive number of partitions or None, got {max_rows}")
         frame, total = _worst_partitions(frame, max_rows, lo, hi)
-        if total > max_rows:
-            title += f" (the {max_rows} least healthy of {total} partitions)"
+        shown = min(total, max_rows)
+    total = max(total, partitions_total or 0)
+    if total > shown:
+        title += f" (the {shown:,} least healthy of {total:,} partitions)"
 
     frame = frame.sort_values(["topic", "partition", "start"], kind="stable")
     rows = list(dict.fromkeys(partition_label(t, p) for t, p in zip(frame["topic"], frame["partition"], strict=True)))
@@ -517,6 +526,10 @@ class IsrTimeline(ipw.VBox):
         Initial time window, widened to the nearest interval boundaries.
     window : widgets.linking.TimeWindow, optional
         A window shared with other views: when it moves, the time slider follows.
+    partitions_total : int, optional
+        How many partitions there are in all when ``states`` holds only the least healthy of them
+        (:func:`workbench.analysis.isr.view_frames`); the timeline's title says so while no topic
+        is selected.
 
     Attributes
     ----------
@@ -547,8 +560,10 @@ class IsrTimeline(ipw.VBox):
         start: TimeLike = None,
         end: TimeLike = None,
         window: TimeWindow | None = None,
+        partitions_total: int | None = None,
     ) -> None:
         self._states = _prepare_states(states)
+        self._partitions_total = partitions_total
         require_columns(counts, COUNT_COLUMNS, "UnderMinIsrPartitionCount frame")
         self._counts = counts.copy()
         self._counts["time"] = utc_naive(self._counts["time"])
@@ -622,7 +637,8 @@ class IsrTimeline(ipw.VBox):
         topics = self.topic_filter.value or None
         states = self.state_filter.value or None
         return (
-            figure_isr_timeline(self._states, topics=topics, states=states, start=lo, end=hi),
+            figure_isr_timeline(self._states, topics=topics, states=states, start=lo, end=hi,
+                                partitions_total=None if topics or states else self._partitions_total),
             figure_under_min_isr(self._counts, start=lo, end=hi),
         )
 
@@ -652,7 +668,9 @@ class IsrTimeline(ipw.VBox):
 
 
 def _area_view(frames: Any, window: TimeWindow | None) -> IsrTimeline:
-    return IsrTimeline(frames["states"], frames["counts"], window=window)
+    sizes = frames.get("partitions")
+    total = int(sizes["partitions"].iloc[0]) if sizes is not None and len(sizes) else None
+    return IsrTimeline(frames["states"], frames["counts"], window=window, partitions_total=total)
 
 
 register_view("isr", _area_view)

@@ -59,3 +59,47 @@ def test_compiled_replay_equals_reference_replay(spark, tmp_path):
     assertDataFrameEqual(compiled, reference)
     assertDataFrameEqual(isr.under_min_isr_counts(compiled), isr.under_min_isr_counts(reference, compiled=False))
     assertDataFrameEqual(isr.partition_summary(compiled), isr.partition_summary(reference, compiled=False))
+
+
+def test_view_frames_are_bounded_and_keep_what_the_views_rank_first(spark, tmp_path):
+    """The view's frames on a log of 200 partitions: the least healthy partitions as the timeline's
+    own pandas ranking picks them, and a thinned count series that keeps every bucket's peak and
+    each broker's last level; without bounds, the frames are the whole analysis."""
+    import pandas as pd
+
+    from widgets.isr import _worst_partitions
+
+    synthetic_bundle(tmp_path, 20_000, topics=40, partitions=5)
+    states = isr.partition_states(workbench.load(workbench.open_bundle(tmp_path), spark).metadata)
+    counts = isr.under_min_isr_counts(states)
+    whole = isr.view_frames(states, partitions=10_000, points=100_000)
+    assertDataFrameEqual(whole["states"], states)
+    assertDataFrameEqual(whole["counts"], counts)
+    assert whole["partitions"].collect()[0].asDict() == {"partitions": 200, "shown": 200}
+
+    bounded = isr.view_frames(states, partitions=7, points=50)
+    states_pd = states.toPandas()
+    want, total = _worst_partitions(states_pd, 7, None, None)
+    assert total == 200
+    assertDataFrameEqual(bounded["states"], spark.createDataFrame(want, states.schema))
+    assert bounded["partitions"].collect()[0].asDict() == {"partitions": 200, "shown": 7}
+
+    full = counts.toPandas().sort_values(["broker", "time"])
+    thin = bounded["counts"].toPandas()
+    assert len(full) > 400 and set(full["broker"]) == set(thin["broker"])
+    for broker, series in full.groupby("broker"):
+        kept = thin[thin["broker"] == broker]
+        assert len(kept) <= 2 * 51 + 1 < len(series)
+        pairs = {(t, c) for t, c in series[["time", "count"]].itertuples(index=False)}
+        assert {(t, c) for t, c in kept[["time", "count"]].itertuples(index=False)} <= pairs
+        assert kept["count"].max() == series["count"].max()
+        assert kept.iloc[-1].tolist() == series.iloc[-1].tolist()
+        assert kept.iloc[0].tolist() == series.iloc[0].tolist()
+
+    topic = states_pd["topic"].iloc[0]
+    start = states_pd["start"].quantile(0.5)
+    windowed = isr.view_frames(states, topics=topic, start=start, partitions=3)["states"].toPandas()
+    in_window = states_pd[(states_pd["topic"] == topic) & (states_pd["end"] > pd.Timestamp(start))]
+    want_window, _ = _worst_partitions(in_window, 3, pd.Timestamp(start), None)
+    assert sorted(map(tuple, windowed[["topic", "partition", "start"]].to_numpy().tolist())) == \
+        sorted(map(tuple, want_window[["topic", "partition", "start"]].to_numpy().tolist()))
