@@ -3,6 +3,7 @@ kernel of the environment Binder builds from ``binder/``'s files alone (``tests/
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import nbformat
@@ -31,3 +32,11 @@ def test_notebook_runs_on_the_demo_bundle_without_parameters(path: Path, tmp_pat
     assert widgets, "interactive mode shows at least one widget"
     text = "".join(str(o.get("data", {}).get("text/html", "")) for o in shown)
     assert "Traceback" not in text
+
+
+def test_binder_jupyterlab_does_not_offer_to_fetch_news(binder_kernel) -> None:
+    """``postBuild`` turns off JupyterLab's announcements plugin (its news and update checks)."""
+    _, _, python = binder_kernel
+    config = Path(python).parents[1] / "etc" / "jupyter" / "labconfig" / "page_config.json"
+    disabled = json.loads(config.read_text(encoding="utf-8"))["disabledExtensions"]
+    assert disabled == {"@jupyterlab/apputils-extension:announcements": True}

@@ -133,7 +133,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def lab(tmp_path: Path, incident_bundle: Path) -> Iterator[str]:
+def lab(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, incident_bundle: Path) -> Iterator[str]:
     """JupyterLab on loopback serving the incident notebook prepared with ``report=False``."""
     import nbformat
     import papermill
@@ -153,7 +153,11 @@ def lab(tmp_path: Path, incident_bundle: Path) -> Iterator[str]:
 
     port = _free_port()
     # the kernel imports this checkout's workbench and widgets, whatever is installed
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+           "JUPYTER_CONFIG_DIR": str(tmp_path_factory.mktemp("jupyter-config"))}  # outside Lab's root
+    # as binder/postBuild does: no question about fetching Jupyter's news from the internet
+    subprocess.run([sys.executable, "-m", "jupyter", "labextension", "disable", "--level=user", ANNOUNCEMENTS],
+                   env=env, check=True, capture_output=True, timeout=120)
     args = [
         sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
         "--ServerApp.port_retries=0", "--ServerApp.token=", "--ServerApp.password=",
@@ -182,6 +186,9 @@ def lab(tmp_path: Path, incident_bundle: Path) -> Iterator[str]:
                 server.kill()
                 server.wait()
 
+
+#: JupyterLab's plugin that offers to fetch Jupyter's news (binder/postBuild turns it off).
+ANNOUNCEMENTS = "@jupyterlab/apputils-extension:announcements"
 
 KERNEL_IDLE = """() => {
     const widget = window.jupyterapp && window.jupyterapp.shell.currentWidget;
@@ -230,6 +237,7 @@ def test_incident_notebook_widgets_filter_in_jupyterlab(lab: str, tmp_path: Path
             status = page.locator(".jp-OutputArea .widget-html-content", has_text="interval(s) on")
             status.filter(has_text="1 interval(s) on 1 partition(s) shown").wait_for(timeout=120_000)
             page.locator(".jp-OutputArea .js-plotly-plot").first.scroll_into_view_if_needed()
+            assert page.get_by_text("official Jupyter news").count() == 0  # the announcements plugin is off
             page.screenshot(path=str(tmp_path / "lab.png"))
         finally:
             browser.close()
