@@ -13,7 +13,14 @@ and its load and so is no test. Two cases, each inside a 12-batch segment writte
 * ``garbage``: ``--garbage-mb`` MiB of random bytes between batch 6 and batch 7 (the reader
   scans for the next verifiable header; the old test's bound was 20 s for 8 MiB);
 * ``sparse headers``: 3000 copies of the first 40 bytes of a batch whose checksum is wrong,
-  i.e. plausible headers with sane lengths (every one is a resynchronisation candidate).
+  i.e. plausible headers with sane lengths (every one is a resynchronisation candidate);
+* ``crafted cycles``: ``--cycles`` (300) times, then 10 and 100 times as many: a header with an
+  unknown magic byte, then a plausible header (magic 2, sane fields) whose length claims 128 MiB
+  that the file does not hold, then filler, 150 bytes a cycle. Before the careful reader checked
+  only bytes that exist, once, each cycle cost a 128 MiB checksum (300 cycles: 7.8 s to inspect).
+  The case is read by the careful reader and by the compiled scan of the ``batches`` table
+  (:func:`~workbench.formats.fastscan.scan_batch_columns`, from a file): the time should grow as
+  the input does.
 
 Each case is read ``--repeat`` times; the fastest wall time and the bytes checksummed are printed.
 """
@@ -78,10 +85,41 @@ def timed_read(data: bytes, repeat: int) -> tuple[float, int, int, int]:
     return best, len(batches), len(log.problems), counted[0]
 
 
+def crafted(cycles: int, data: bytes, at: int) -> bytes:
+    """``cycles`` cycles of (unknown-magic header, plausible 128 MiB header, filler) inside ``data`` at ``at``."""
+    import struct
+
+    real = encode_batch([Record(0, 1_700_000_000_000, b"k", b"v" * 40, [])], base_offset=0)
+    unknown = real[:16] + b"\x07" + real[17:61]  # magic 7: no such format
+    claims = real[:8] + struct.pack(">i", (128 << 20) - 12) + real[12:61]  # 128 MiB that is not there
+    cycle = unknown + claims
+    cycle += bytes(150 - len(cycle))
+    return data[:at] + cycle * cycles + data[at:]
+
+
+def timed_scan(data: bytes, repeat: int) -> tuple[float, int, int]:
+    """(fastest seconds, batches, problems) of the compiled batch scan of ``data`` written to a file."""
+    import tempfile
+
+    from workbench.formats.fastscan import scan_batch_columns
+
+    best = float("inf")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "00000000000000000000.log"
+        path.write_bytes(data)
+        for _ in range(repeat):
+            log = ProblemLog(str(path))
+            t0 = time.perf_counter()
+            batches = sum(len(piece["position"]) for piece in scan_batch_columns(path, str(path), problems=log))
+            best = min(best, time.perf_counter() - t0)
+    return best, batches, len(log.problems)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--garbage-mb", type=float, default=8.0)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--cycles", type=int, default=300, help="crafted cycles at 1x (then 10x and 100x)")
     args = ap.parse_args(argv)
     data, positions = segment()
     garbage = random.Random(3).randbytes(int(args.garbage_mb * (1 << 20)))
@@ -91,10 +129,15 @@ def main(argv: list[str] | None = None) -> int:
         f"garbage ({args.garbage_mb:g} MiB)": data[: positions[6]] + garbage + data[positions[6]:],
         "sparse headers (3000)": data[: positions[3]] + bogus[:40] * 3000 + data[positions[3]:],
     }
-    print(f"{'case':<24} {'bytes':>11} {'wall s':>8} {'batches':>8} {'problems':>9} {'checksummed':>12}")
+    for scale in (1, 10, 100):
+        cases[f"crafted cycles ({args.cycles * scale})"] = crafted(args.cycles * scale, data, positions[4])
+    print(f"{'case':<26} {'bytes':>11} {'wall s':>8} {'batches':>8} {'problems':>9} {'checksummed':>12}"
+          f" {'scan s':>8} {'scan batches':>12}")
     for label, damaged in cases.items():
         seconds, n, problems, crc_bytes = timed_read(damaged, args.repeat)
-        print(f"{label:<24} {len(damaged):>11} {seconds:>8.3f} {n:>8} {problems:>9} {crc_bytes:>12}")
+        scan_seconds, scanned, _ = timed_scan(damaged, args.repeat)
+        print(f"{label:<26} {len(damaged):>11} {seconds:>8.3f} {n:>8} {problems:>9} {crc_bytes:>12}"
+              f" {scan_seconds:>8.3f} {scanned:>12}")
     return 0
 
 

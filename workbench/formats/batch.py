@@ -67,7 +67,7 @@ MAX_BATCH_BYTES = 128 << 20
 
 CHUNK_SIZE = 4 << 20  # bytes read from the file at a time
 _SCAN_WINDOW = 1 << 20  # bytes examined per step while resynchronising
-_VERIFY_BUDGET = 256 << 20  # bytes CRC-checked per resynchronisation, at most
+_VERIFY_BUDGET = 256 << 20  # bytes CRC-checked per resynchronisation and pool (see _verify), at most
 
 _V2 = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 header
 _LOG_HDR = struct.Struct(">qi")
@@ -361,9 +361,18 @@ def _verify(r: _Reader, cand: int, budget: list[int]) -> bool:
         if attrs & 7 > 3 or (magic == 0 and attrs & 0xF8) or length < hdr - 4:
             return False
         stored = _U32.unpack_from(buf, off + 12)[0]
+    pool = 0
     if size > budget[0]:
-        return False
-    budget[0] -= size
+        # The first pool is spent (a run of plausible headers: crafted or unlucky bytes). From here on
+        # only a candidate whose end meets a header, zeros or the end of the file is checksummed, from
+        # the second pool, so the batches after such a run are still found, in bounded work.
+        if size > budget[1]:
+            return False
+        buf, mv, off = r.view(cand, size + _CANDIDATE_LEN)
+        if len(buf) - off < size or not _chained(buf, off + size):
+            return False
+        pool = 1
+    budget[pool] -= size
     buf, mv, off = r.view(cand, size)
     if len(buf) - off < size:
         return False
@@ -372,6 +381,16 @@ def _verify(r: _Reader, cand: int, budget: list[int]) -> bool:
     if _crc32(mv[off + 16 : off + size]) != stored:
         return False
     return _legacy_layout_ok(buf, off, size, hdr)
+
+
+def _chained(buf: bytes | bytearray, p: int) -> bool:
+    """Do the bytes at ``p`` hold the end of the file, a zero run or a plausible batch header?"""
+    rest = buf[p : p + _CANDIDATE_LEN]
+    if len(rest) < 17:
+        return True
+    if rest[:17] == _ZERO17:
+        return True
+    return _CANDIDATE.match(buf, p) is not None or (len(rest) < _CANDIDATE_LEN and rest[16] <= 2)
 
 
 def _legacy_layout_ok(buf: bytes | bytearray, off: int, size: int, hdr: int) -> bool:
@@ -389,7 +408,7 @@ def _legacy_layout_ok(buf: bytes | bytearray, off: int, size: int, hdr: int) -> 
 
 def _scan(r: _Reader, frm: int, limit: int | None) -> int | None:
     """Position of the first verifiable batch at or after ``frm`` and before ``limit``."""
-    budget = [_VERIFY_BUDGET]
+    budget = [_VERIFY_BUDGET, _VERIFY_BUDGET]  # any candidate; then only candidates followed by a header
     q = frm
     while limit is None or q < limit:
         buf, _, off = r.view(q, _SCAN_WINDOW)
