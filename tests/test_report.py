@@ -409,5 +409,6 @@ def test_incident_report_on_the_demo_bundle(demo_bundle: Path, tmp_path: Path) -
                       "Quorum offset divergence: each node's lag behind the leader's log",
                       "UnderMinIsrPartitionCount per leader broker"]
     assert result.exit_code == 1  # the demo incident put partitions under min ISR: critical findings
+    assert result.path.stat().st_size <= 10 * 1000 * 1000  # `make demo`'s report: at most 10 MB, plotly.js inlined
     assert not re.search(r"<script[^>]*\ssrc=[\"']?https?:", text)
     assert "under min ISR" in text
