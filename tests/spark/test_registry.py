@@ -106,6 +106,30 @@ def test_problems_hold_what_was_built_so_far(spark, tmp_path, counted):
     assert tables.built == ("batches", "counted")
 
 
+def test_a_large_read_is_written_to_parquet_once_with_the_same_rows_and_problems(spark, tmp_path, counted):
+    """``materialize_bytes=0`` sends every read to Parquet in the scratch directory: each file is
+    decoded once, the rows and problems are those of the cached read, and unpersist removes it."""
+    a, b = make_bundle(tmp_path)
+    cached = workbench.load(workbench.open_bundle(tmp_path), spark)
+    want_rows, want_problems = cached.counted, cached.problems_of("counted")
+    want_batches, want_batch_problems = cached.batches, cached.problems_of("batches")
+    written = workbench.load(workbench.open_bundle(tmp_path), spark, materialize_bytes=0)
+    assert written is not cached
+    assertDataFrameEqual(written.counted, want_rows)
+    assertDataFrameEqual(written.problems_of("counted"), want_problems)
+    assertDataFrameEqual(written.batches, want_batches)
+    assertDataFrameEqual(written.problems_of("batches"), want_batch_problems)
+    assert want_batch_problems.count() > 0
+    assert (reads(a), reads(b)) == (2, 2)  # one decode per load each: the Parquet copy is read after it
+    copies = [written._build(name).scratch for name in ("counted", "batches")]
+    assert all(c is not None and any(Path(c).glob("*.parquet")) for c in copies)
+    assert cached._build("counted").scratch is None
+    written.unpersist()
+    assert not any(Path(c).exists() for c in copies)
+    with pytest.raises(ConfigError, match="materialize_bytes"):
+        workbench.load(workbench.open_bundle(tmp_path), spark, materialize_bytes="lots")
+
+
 def test_same_bundle_same_session_same_tables(spark, tmp_path, counted):
     make_bundle(tmp_path)
     bundle = workbench.open_bundle(tmp_path)

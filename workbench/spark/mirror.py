@@ -281,7 +281,7 @@ def build_mirror(ctx: BuildContext) -> Built:
                      context=json.dumps(context, sort_keys=True))
     if problems and built.problems is not None:
         return Built(built.rows, built.problems.unionByName(ctx.spark.createDataFrame(problems, PROBLEMS_SCHEMA)),
-                     built.persisted)
+                     built.persisted, built.scratch)
     return built
 
 
