@@ -688,14 +688,12 @@ def view_frames(states: DataFrame, *, topics: Any = None, start: Any = None, end
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from workbench.params import parse_instant
-
     require_columns(states, ("topic", "topic_id", "partition", "start", "end", "state", "leader"), "view_frames")
     if partitions < 1 or points < 1:
         raise ValueError(f"view_frames: partitions and points must be positive, got {partitions} and {points}")
     chosen = [t.strip() for t in topics.split(",")] if isinstance(topics, str) else list(topics or ())
     chosen = [t for t in chosen if t]
-    lo, hi = parse_instant(start, "start"), parse_instant(end, "end")
+    lo, hi = _instant(start), _instant(end)
     rows = states
     if chosen:
         rows = rows.where(F.col("topic").isin(chosen))
@@ -732,6 +730,16 @@ def view_frames(states: DataFrame, *, topics: Any = None, start: Any = None, end
                .where((F.col("_peak") == 1) | (F.col("_last") == 1) | (F.unix_micros("time") == F.col("_t0")))
                .select("broker", "time", "count").orderBy("broker", "time"))
     return {"states": shown_states, "counts": thinned, "partitions": total}
+
+
+def _instant(value: Any) -> Any:
+    """A window bound (``datetime``, ``Timestamp`` or ISO text; UTC when naive) as an aware datetime, or None."""
+    import pandas as pd
+
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    stamp = pd.Timestamp(value)
+    return (stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")).to_pydatetime()
 
 
 def _view_frames(tables: Any, params: Mapping[str, Any]) -> dict[str, DataFrame]:
