@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.bench_damage import crafted
 from workbench.errors import CorruptDataError
 from workbench.formats.batch import Batch, Record, encode_batch, read_batches
 from workbench.formats.problems import Problem, ProblemLog
@@ -268,22 +269,12 @@ def test_mostly_zero_garbage_with_sparse_magic_bytes(crc_work):
     assert len(data) <= crc_work[0] <= 2 * len(damaged), crc_work[0]
 
 
-def crafted_cycles(cycles: int, data: bytes, at: int) -> bytes:
-    """``cycles`` times: a header with magic 7, a plausible header claiming 128 MiB that the file
-    does not hold, zero filler (150 bytes), inserted into ``data`` at ``at``."""
-    real = encode_batch([Record(0, 1_700_000_000_000, b"k", b"v" * 40, [])], base_offset=0)
-    unknown = real[:16] + b"\x07" + real[17:61]
-    claims = real[:8] + struct.pack(">i", (128 << 20) - 12) + real[12:61]
-    cycle = unknown + claims
-    return data[:at] + (cycle + bytes(150 - len(cycle))) * cycles + data[at:]
-
-
 def test_a_long_run_of_crafted_headers_loses_no_batch_after_it(crc_work):
     """3000 crafted cycles hold thousands of misaligned plausible candidates whose lengths fit in
     the file: they use up the first pool of checksum work; the batches after them are still found
     (a candidate followed by a header is checked from the second pool) and the work stays bounded."""
     data, positions, _ = make_segment()
-    damaged = crafted_cycles(3000, data, positions[4])
+    damaged = crafted(3000, data, positions[4])
     batches, problems = read(damaged)
     assert [b.base_offset for b in batches] == [b.base_offset for b in read(data)[0]]
     assert kinds(problems) == [(positions[4], "unknown_magic")]
