@@ -4,7 +4,8 @@ Usage::
 
     python -m peer fetch [--version V ...]              (default: every pinned version)
     python -m peer scenarios [--version V ...] [--only NAME ...] [--force] [--attempts N]
-                             [--jobs N]                (default: peer.scenario.DEFAULT_SETS)
+                             [--jobs N]                (default: peer.scenario.DEFAULT_SETS
+                                                        and ERA_SETS)
     python -m peer demo --out DIR [--version V]
 
 ``scenarios`` prints one bundle directory per line on stdout (progress goes to stderr) and
@@ -26,10 +27,10 @@ from pathlib import Path
 
 from peer.errors import PeerError
 from peer.kafka import DEFAULT_VERSION, VERSIONS, fetch
-from peer.scenario import DEFAULT_SETS, SCENARIOS, build
+from peer.scenario import DEFAULT_SETS, ERA_SETS, SCENARIOS, build
 
 #: Scenarios by how long they take to build (longest first), to pack parallel builds.
-_LONGEST_FIRST = ("tiered", "mm2", "mm2_partial", "consumer_lag", "quorum", "isr")
+_LONGEST_FIRST = ("tiered", "mm2", "mm2_partial", "consumer_lag", "quorum", "isr", "idle")
 
 
 def _log(msg: str) -> None:
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     p_fetch = sub.add_parser("fetch", help="resolve Kafka from Maven Central into the cache")
     p_fetch.add_argument("--version", action="append", choices=list(VERSIONS))
     p_sc = sub.add_parser("scenarios", help="build (or reuse) scenario bundles")
-    p_sc.add_argument("--version", action="append", choices=list(VERSIONS))
+    p_sc.add_argument("--version", action="append", choices=[*VERSIONS, *ERA_SETS])
     p_sc.add_argument("--only", nargs="+", choices=list(SCENARIOS))
     p_sc.add_argument("--force", action="store_true", help="rebuild complete bundles")
     p_sc.add_argument("--attempts", type=int, default=2,
@@ -124,8 +125,9 @@ def main(argv: list[str] | None = None) -> int:
                 _log(f"Kafka {version}: {kafka.lib} ({time.monotonic() - started:.1f} s)")
                 print(kafka.lib)
         elif args.command == "scenarios":
-            wanted = [(version, name) for version in args.version or list(VERSIONS)
-                      for name in args.only or DEFAULT_SETS.get(version, SCENARIOS)]
+            sets = {**DEFAULT_SETS, **ERA_SETS}
+            wanted = [(version, name) for version in args.version or list(sets)
+                      for name in args.only or sets[version]]
             if args.jobs > 1 and len(wanted) > 1:
                 return _build_in_parallel(wanted, args)
             failed = False

@@ -68,6 +68,11 @@ DUMP_TOOL_RELEASES: dict[str, str] = {
     "4.0.0": "2.13",
     "4.2.0": "2.13",
 }
+#: Older releases run as one KRaft node (broker and controller) to write a metadata log of their
+#: era (``peer.scenarios.idle``): 3.2.3 predates ``metadata.version`` and NoOpRecords (KIP-835
+#: came with 3.3); 3.5.2 writes a NoOpRecord per idle interval (metadata version 3.5-IV2).
+#: Fetched by :func:`fetch_era_server`; scenarios of :data:`peer.scenario.ERA_SETS` run on them.
+ERA_SERVERS: tuple[str, ...] = ("3.2.3", "3.5.2")
 CLIENT_SOURCE = Path(__file__).resolve().parent / "java" / "PeerClient.java"
 STAMP = ".complete"
 
@@ -612,13 +617,44 @@ def fetch_dump_tool(version: str, *, timeout: float = 900.0) -> Kafka:
     if scala is None:
         raise FetchError(f"no dump tool is pinned for Kafka {version}; expected one of "
                          f"{sorted([*VERSIONS, *DUMP_TOOL_RELEASES])}")
-    lib = cache_root() / "dump-tools" / version / "lib"
+    return _fetch_core(version, scala, cache_root() / "dump-tools" / version / "lib", "dump-tool",
+                       f"the Kafka {version} dump tool", timeout, ())
+
+
+def fetch_era_server(version: str, *, timeout: float = 900.0) -> Kafka:
+    """An older release that runs as a KRaft node: its core jar, runtime dependencies and a log
+    binding (``slf4j-reload4j``, as 3.x distributions ship), under ``<cache>/era-servers/``.
+
+    Only the releases of :data:`ERA_SERVERS`; the core jar holds ``kafka.Kafka``, the storage
+    tool and ``kafka.admin.TopicCommand``. Pinned releases come from :func:`fetch`.
+
+    Raises
+    ------
+    FetchError
+        For another release, a missing ``mvn`` or a failed resolution.
+    """
+    if version in VERSIONS:
+        return fetch(version, timeout=timeout)
+    if version not in ERA_SERVERS:
+        raise FetchError(f"Kafka {version} is not run as an era server; expected one of {list(ERA_SERVERS)}")
+    kafka = _fetch_core(version, DUMP_TOOL_RELEASES.get(version, "2.13"),
+                        cache_root() / "era-servers" / version / "lib", "era-server",
+                        f"the Kafka {version} server", timeout, ("-Pserver",))
+    kafka.tool_class("kafka")
+    kafka.tool_class("storage")
+    return kafka
+
+
+def _fetch_core(version: str, scala: str, lib: Path, lock: str, what: str, timeout: float,
+                extra: Sequence[str]) -> Kafka:
+    """Resolve ``peer/tools-pom.xml`` (the core jar and its runtime dependencies, ``extra``
+    Maven flags for a profile) into ``lib``, once; a stamp file written last marks it complete."""
     if (lib / STAMP).exists():
         return Kafka(version, lib)
     from peer.locks import file_lock
 
-    with file_lock(cache_root() / "locks" / f"dump-tool-{version}.lock", timeout=timeout,
-                   what=f"fetch of the Kafka {version} dump tool"):
+    with file_lock(cache_root() / "locks" / f"{lock}-{version}.lock", timeout=timeout,
+                   what=f"fetch of {what}"):
         if (lib / STAMP).exists():
             return Kafka(version, lib)
         staging = lib.parent / f"lib.{os.getpid()}.tmp"
@@ -626,8 +662,8 @@ def fetch_dump_tool(version: str, *, timeout: float = 900.0) -> Kafka:
         started = time.monotonic()
         try:
             _mvn(["-f", str(TOOLS_POM), f"-Dkafka.version={version}", f"-Dscala.binary={scala}",
-                  "-DincludeScope=runtime", f"-DoutputDirectory={staging}", "dependency:copy-dependencies"],
-                 f"the Kafka {version} dump tool", timeout)
+                  *extra, "-DincludeScope=runtime", f"-DoutputDirectory={staging}",
+                  "dependency:copy-dependencies"], what, timeout)
             kafka = Kafka(version, staging)
             kafka.tool_class("dump-log")  # raises ToolError when the class is missing
         except BaseException:

@@ -24,20 +24,28 @@ from typing import Any
 from peer.bundle import BundleWriter
 from peer.cluster import Cluster, cluster_id_for
 from peer.errors import PeerError, ScenarioError
-from peer.kafka import Kafka, cache_root, fetch
+from peer.kafka import VERSIONS, Kafka, cache_root, fetch, fetch_era_server
 from peer.locks import file_lock, slot_lock
 from peer.metrics import JmxSampler
 from peer.process import Managed, spawn
 
 #: Scenario names in build order (``isr`` first: it is also the demo bundle).
-SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2", "mm2_partial")
+SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2", "mm2_partial", "idle")
 COMPLETE = ".complete"
 #: Scenarios built per pinned version by default: every scenario on every pinned release. The
 #: test suite is parametrised over exactly these (version, scenario) pairs, so what it collects
 #: depends on these definitions alone, never on what happens to sit in the cache.
 DEFAULT_SETS: dict[str, tuple[str, ...]] = {
-    "4.3.1": SCENARIOS,
-    "3.9.2": SCENARIOS,
+    "4.3.1": SCENARIOS[:-1],
+    "3.9.2": SCENARIOS[:-1],
+}
+#: Scenarios built on older releases that are not pinned (:data:`peer.kafka.ERA_SERVERS`, fetched
+#: by :func:`peer.kafka.fetch_era_server`): a metadata log from before NoOpRecords (3.2.3) and one
+#: from after (3.5.2). Built by ``python -m peer scenarios`` (and so by ``make test``) beside
+#: :data:`DEFAULT_SETS`.
+ERA_SETS: dict[str, tuple[str, ...]] = {
+    "3.2.3": ("idle",),
+    "3.5.2": ("idle",),
 }
 #: How long a build waits for another process's build to finish.
 LOCK_TIMEOUT_S = 1800.0
@@ -272,7 +280,7 @@ def build(
     if is_complete(target) and not force:
         log(f"{name}: reusing {target}")
         return target
-    kafka = fetch(version)
+    kafka = fetch(version) if version in VERSIONS else fetch_era_server(version)
     # One build per bundle directory (a concurrent run waits, then reuses the bundle), and at
     # most scenario_slots() builds per machine.
     own = cache_root() / "locks" / f"scenario-{kafka.version}-{target.name}.lock"

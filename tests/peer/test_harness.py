@@ -11,9 +11,9 @@ import pytest
 from peer.bundle import BundleWriter, dump_flags
 from peer.cluster import Cluster, cluster_id_for
 from peer.errors import ClusterError, FetchError, PeerError
-from peer.kafka import Kafka, fetch
+from peer.kafka import ERA_SERVERS, VERSIONS, Kafka, fetch
 from peer.locks import file_lock, slot_lock
-from peer.scenario import DEFAULT_SETS, SCENARIOS, scenario_hash
+from peer.scenario import DEFAULT_SETS, ERA_SETS, SCENARIOS, scenario_hash
 from peer.scenarios.quorum import leader_id
 from workbench.errors import WorkbenchError
 
@@ -90,8 +90,11 @@ def test_unpinned_version_is_refused() -> None:
 
 
 def test_default_sets_and_hashes() -> None:
-    assert DEFAULT_SETS["4.3.1"] == SCENARIOS and SCENARIOS[0] == "isr"
+    assert DEFAULT_SETS["4.3.1"] == SCENARIOS[:-1] and SCENARIOS[0] == "isr"
     assert set(DEFAULT_SETS["3.9.2"]) <= set(SCENARIOS)
+    # the idle scenario runs only on the era releases, which are not pinned
+    assert set(ERA_SETS) == set(ERA_SERVERS) and not set(ERA_SETS) & set(VERSIONS)
+    assert {n for names in ERA_SETS.values() for n in names} == {"idle"} and "idle" not in DEFAULT_SETS["4.3.1"]
     hashes = {scenario_hash(name) for name in SCENARIOS}
     assert len(hashes) == len(SCENARIOS)
 
