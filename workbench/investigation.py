@@ -92,14 +92,14 @@ class Investigation:
         """Counts of findings per area, kind and severity, in area order, most severe first."""
         from pyspark.sql import functions as F
 
-        from workbench.analysis.findings import areas, severity_rank
+        from workbench.analysis.findings import areas, severity_rank, subject_count
 
         order = {name: i for i, name in enumerate(areas())}
         rank = F.lit(len(order))
         for name, i in order.items():
             rank = F.when(F.col("area") == name, F.lit(i)).otherwise(rank)
         return (self.findings().groupBy("area", "kind", "severity")
-                .agg(F.count("*").alias("findings"), F.countDistinct("subject").alias("subjects"),
+                .agg(F.count("*").alias("findings"), subject_count().alias("subjects"),
                      F.min("start").alias("first"), F.max(F.coalesce("end", "start")).alias("last"))
                 .orderBy(rank, severity_rank(), "kind"))
 

@@ -103,3 +103,59 @@ def test_view_frames_are_bounded_and_keep_what_the_views_rank_first(spark, tmp_p
     want_window, _ = _worst_partitions(in_window, 3, pd.Timestamp(start), None)
     assert sorted(map(tuple, windowed[["topic", "partition", "start"]].to_numpy().tolist())) == \
         sorted(map(tuple, want_window[["topic", "partition", "start"]].to_numpy().tolist()))
+
+
+def _grouped_oracle(per, min_subjects: int, phrases: dict) -> list[tuple]:
+    """grouped_findings recomputed in pandas from the per-partition findings: runs of overlapping
+    findings per kind, a sweep for the most open at once, the longest finding quoted."""
+    import pandas as pd
+
+    rows = []
+    for _, part in per.groupby(["kind", "severity"], sort=False):
+        part = part.assign(fin=part["end"].fillna(part["start"])).sort_values(["start", "fin", "subject"])
+        runs, reach = [], None
+        for row in part.itertuples(index=False):
+            if not runs or row.start > reach:
+                runs.append([])
+            runs[-1].append(row)
+            reach = row.fin if reach is None or len(runs[-1]) == 1 else max(reach, row.fin)
+        for run in runs:
+            subjects = {r.subject for r in run}
+            if len(subjects) < min_subjects:
+                rows += [tuple(r[:9]) for r in run]
+                continue
+            edges = sorted([(r.start, 1) for r in run] + [(max(r.fin, r.start + pd.Timedelta(microseconds=1)), -1)
+                                                         for r in run])
+            level = peak = 0
+            for _, d in edges:
+                level += d
+                peak = max(peak, level)
+            first, last = min(r.start for r in run), max(r.fin for r in run)
+            longest = max(run, key=lambda r: (r.fin - r.start, r.subject)).summary
+            kind = run[0].kind
+            rows.append(("isr", kind, run[0].severity, "partition", f"{len(subjects):,} partitions", first, last,
+                         f"{len(subjects):,} partitions {phrases[kind]} between {first:%Y-%m-%d %H:%M:%S} and "
+                         f"{last:%Y-%m-%d %H:%M:%S} UTC, up to {peak:,} at once ({len(run):,} findings); the longest: "
+                         f"{longest}",
+                         {"subjects": float(len(subjects)), "findings": float(len(run)), "at_once": float(peak),
+                          "seconds": (last - first).total_seconds()}))
+    return rows
+
+
+def test_area_findings_group_partitions_in_trouble_at_once(spark, tmp_path):
+    """ISR churn on all 200 partitions: the area's findings are a few grouped ones (what the
+    overview plots), equal to a pandas regrouping of the per-partition findings, which stay
+    available; below the threshold every partition keeps its own findings."""
+    import pandas as pd
+
+    synthetic_bundle(tmp_path, 20_000, topics=40, partitions=5)
+    states = isr.partition_states(workbench.load(workbench.open_bundle(tmp_path), spark).metadata)
+    per = isr.findings(states)
+    per_pd = per.toPandas()
+    assert len(per_pd) > 2_000 and per_pd["subject"].nunique() == 200
+    got = isr.area_findings(states)
+    want = _grouped_oracle(per_pd, isr.GROUP_PARTITIONS, isr._GROUPED_PHRASES)
+    assert len(want) < 10
+    assertDataFrameEqual(got, spark.createDataFrame(pd.DataFrame(want, columns=per_pd.columns), per.schema))
+    assert set(got.toPandas()["subject"]) >= {"200 partitions"}
+    assertDataFrameEqual(isr.area_findings(states, group_partitions=201), per)

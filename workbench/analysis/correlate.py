@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from workbench.analysis._checks import require_columns
-from workbench.analysis.findings import FINDINGS_COLUMNS, severity_rank
+from workbench.analysis.findings import FINDINGS_COLUMNS, severity_rank, subject_count
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -75,7 +75,8 @@ def chain_steps(chained: DataFrame) -> DataFrame:
     -------
     DataFrame
         ``chain, area, kind, severity`` (the most severe of its findings), ``first, last`` (start of
-        the first, end of the last finding), ``subjects`` (distinct), ``subject_type``, ``example``
+        the first, end of the last finding), ``subjects`` (distinct; a grouped finding counts the
+        subjects it stands for: :func:`~workbench.analysis.findings.subject_count`), ``subject_type``, ``example``
         (one subject), ``order`` (1, 2, ... by ``first`` within the chain).
     """
     from pyspark.sql import Window
@@ -84,7 +85,7 @@ def chain_steps(chained: DataFrame) -> DataFrame:
     require_columns(chained, (*FINDINGS_COLUMNS, "chain"), "chain_steps")
     grouped = chained.groupBy("chain", "area", "kind").agg(
         F.min(severity_rank()).alias("_rank"), F.min("start").alias("first"),
-        F.max(F.coalesce("end", "start")).alias("last"), F.countDistinct("subject").alias("subjects"),
+        F.max(F.coalesce("end", "start")).alias("last"), subject_count().alias("subjects"),
         F.first("subject_type").alias("subject_type"), F.min("subject").alias("example"))
     order = Window.partitionBy("chain").orderBy("first", "_rank", "area", "kind")
     severity = F.element_at(F.array(F.lit("critical"), F.lit("warning"), F.lit("info")), F.col("_rank") + 1)

@@ -143,6 +143,114 @@ def ordered_findings(frame: DataFrame) -> DataFrame:
     return frame.orderBy(severity_rank(), F.col("start").asc_nulls_last(), "area", "subject", "kind")
 
 
+#: The figures of a grouped finding (:func:`grouped_findings`); ``subjects`` marks one.
+GROUPED_FIGURES = ("subjects", "findings", "at_once", "seconds")
+
+
+def subject_count() -> Column:
+    """An aggregate column: how many subjects a set of findings is about.
+
+    Distinct subjects of plain findings, plus the ``subjects`` figure of grouped ones
+    (:func:`grouped_findings`; a subject in two grouped findings counts twice).
+    """
+    from pyspark.sql import functions as F
+
+    grouped = F.col("figures")["subjects"]
+    return (F.countDistinct(F.when(grouped.isNull(), F.col("subject")))
+            + F.coalesce(F.sum(grouped), F.lit(0.0)).cast("long"))
+
+
+def grouped_findings(findings: DataFrame, *, min_subjects: int, phrases: Mapping[str, str] | None = None,
+                     gap_s: float = 0.0) -> DataFrame:
+    """Findings that touch many subjects at once, as one finding per stretch of time.
+
+    Findings of one area, kind, severity and subject type whose intervals overlap (or follow
+    within ``gap_s`` seconds) form a run, as :func:`workbench.analysis.correlate.chains` links
+    them. A run of findings on at least ``min_subjects`` distinct subjects becomes **one** finding
+    (an incident on 4,000 partitions is one row, not 4,000); smaller runs, and findings without a
+    start, stay as they are. So a finding's count follows incidents, not the cluster's size, and a
+    bundle where few subjects are in trouble at once keeps one finding per subject.
+
+    A grouped finding keeps the area, kind, severity and subject type; ``subject`` is the count
+    (``"4,000 partitions"``); ``start``/``end`` span the run; ``summary`` says how many subjects,
+    when, how many at once at most, and quotes the run's longest finding; ``figures`` are
+    :data:`GROUPED_FIGURES`: ``subjects`` (distinct), ``findings`` (in the run), ``at_once``
+    (most findings open at one instant) and ``seconds`` (the run's span). The per-subject findings
+    are still the area's own table (for ISR, :func:`workbench.analysis.isr.findings`).
+
+    Parameters
+    ----------
+    findings : DataFrame
+        Rows of :data:`FINDINGS_SCHEMA`.
+    min_subjects : int
+        Runs touching at least this many distinct subjects are grouped (>= 2).
+    phrases : mapping, optional
+        Per kind, the predicate of the summary's sentence (``{"offline": "were offline"}``);
+        default: the kind's words (``"offline"``).
+    gap_s : float
+        Seconds between findings that still join a run.
+
+    Examples
+    --------
+    >>> grouped_findings(isr.findings(states), min_subjects=20).show()   # doctest: +SKIP
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from workbench.analysis._checks import require_columns
+
+    if min_subjects < 2:
+        raise ValueError(f"min_subjects must be >= 2, got {min_subjects}")
+    if gap_s < 0:
+        raise ValueError(f"gap_s must be >= 0 seconds, got {gap_s}")
+    require_columns(findings, FINDINGS_COLUMNS, "grouped_findings")
+    key = ["area", "kind", "severity", "subject_type"]
+    start_us = F.unix_micros("start")
+    order = Window.partitionBy(*key).orderBy("_s", "_e", "subject")
+    timed = (findings.where(F.col("start").isNotNull())
+             .withColumn("_s", start_us)
+             .withColumn("_e", F.greatest(F.unix_micros(F.coalesce("end", "start")), start_us))
+             .withColumn("_reach", F.max("_e").over(order.rowsBetween(Window.unboundedPreceding, -1)))
+             .withColumn("_new", F.col("_reach").isNull() | (F.col("_s") > F.col("_reach") + F.lit(int(gap_s * 1e6))))
+             .withColumn("_run", F.sum(F.col("_new").cast("long")).over(
+                 order.rowsBetween(Window.unboundedPreceding, 0))))
+    runs = timed.groupBy(*key, "_run").agg(
+        F.countDistinct("subject").alias("_subjects"), F.count("*").alias("_n"), F.min("_s").alias("_first"),
+        F.max("_e").alias("_last"), F.max_by("summary", F.struct(F.col("_e") - F.col("_s"), F.col("subject")))
+        .alias("_longest"))
+    # the most findings open at one instant: +1 at each start, -1 at each end (ends first at a tie;
+    # an instant is open for 1 µs)
+    edges = timed.select(*key, "_run", F.explode(F.array(
+        F.struct(F.col("_s").alias("t"), F.lit(1).alias("d")),
+        F.struct(F.greatest(F.col("_e"), F.col("_s") + 1).alias("t"), F.lit(-1).alias("d")))).alias("_x"))
+    sweep = Window.partitionBy(*key, "_run").orderBy("_x.t", "_x.d").rowsBetween(Window.unboundedPreceding, 0)
+    peaks = (edges.withColumn("_open", F.sum("_x.d").over(sweep))
+             .groupBy(*key, "_run").agg(F.max("_open").alias("_at_once")))
+    big = runs.where(F.col("_subjects") >= min_subjects).join(peaks, [*key, "_run"])
+    phrase = F.regexp_replace("kind", "_", " ")
+    for kind, text in (phrases or {}).items():
+        phrase = F.when(F.col("kind") == kind, F.lit(text)).otherwise(phrase)
+    first, last = F.timestamp_micros("_first"), F.timestamp_micros("_last")
+    first_text, last_text = F.date_format(first, "yyyy-MM-dd HH:mm:ss"), F.date_format(last, "yyyy-MM-dd HH:mm:ss")
+    count = F.format_number(F.col("_subjects"), 0)
+    seconds = (F.col("_last") - F.col("_first")) / F.lit(1e6)
+    grouped = big.select(
+        *key[:3], "subject_type", F.concat(count, F.lit(" "), F.col("subject_type"), F.lit("s")).alias("subject"),
+        first.alias("start"), last.alias("end"),
+        F.concat(count, F.lit(" "), F.col("subject_type"), F.lit("s "), phrase, F.lit(" between "),
+                 first_text, F.lit(" and "), last_text,
+                 F.lit(" UTC, up to "), F.format_number(F.col("_at_once"), 0), F.lit(" at once ("),
+                 F.format_number(F.col("_n"), 0), F.lit(" findings); the longest: "), F.col("_longest"))
+        .alias("summary"),
+        F.create_map(F.lit("subjects"), F.col("_subjects").cast("double"), F.lit("findings"),
+                     F.col("_n").cast("double"), F.lit("at_once"), F.col("_at_once").cast("double"),
+                     F.lit("seconds"), seconds.cast("double")).alias("figures"))
+    small = runs.where(F.col("_subjects") < min_subjects).select(*key, "_run")
+    kept = timed.join(F.broadcast(small), [*key, "_run"], "left_semi").select(*FINDINGS_COLUMNS)
+    untimed = findings.where(F.col("start").isNull()).select(*FINDINGS_COLUMNS)
+    return kept.unionByName(grouped.select(*FINDINGS_COLUMNS)).unionByName(untimed)
+
+
 def all_findings(tables: Any, params: Mapping[str, Any] | None = None) -> DataFrame:
     """The findings of every registered area on one bundle's tables, most severe and earliest first.
 

@@ -638,8 +638,32 @@ def states_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
                          lambda: partition_states(tables.metadata, static_min_isr=static))
 
 
+#: A run of overlapping ISR findings of one kind on at least this many partitions is one finding
+#: (``isr_group_partitions``; :func:`workbench.analysis.findings.grouped_findings`).
+GROUP_PARTITIONS = 20
+
+#: How a grouped ISR finding's sentence says what its partitions went through.
+_GROUPED_PHRASES = {"offline": "were offline", "under_min_isr": "were under min ISR",
+                    "isr_flapping": "had a flapping ISR"}
+
+
+def area_findings(states: DataFrame, *, flap_threshold: int = 3, group_partitions: int = GROUP_PARTITIONS) -> DataFrame:
+    """The ISR area's findings: :func:`findings`, with many partitions in trouble at once told as one.
+
+    A run of overlapping findings of one kind on at least ``group_partitions`` partitions (a broker
+    outage on a large cluster, ISR churn everywhere) is one finding naming how many partitions, how
+    many at once at most and the longest episode (:func:`workbench.analysis.findings.grouped_findings`);
+    fewer partitions keep one finding each. :func:`findings` keeps every partition's.
+    """
+    from workbench.analysis.findings import grouped_findings
+
+    return grouped_findings(findings(states, flap_threshold=flap_threshold), min_subjects=group_partitions,
+                            phrases=_GROUPED_PHRASES)
+
+
 def _area_findings(tables: Any, params: Mapping[str, Any]) -> DataFrame:
-    return findings(states_for(tables, params), flap_threshold=int(params.get("isr_flap_threshold") or 3))
+    return area_findings(states_for(tables, params), flap_threshold=int(params.get("isr_flap_threshold") or 3),
+                         group_partitions=int(params.get("isr_group_partitions") or GROUP_PARTITIONS))
 
 
 #: Partitions whose intervals a view receives at most (the least healthy; ``isr_view_partitions``).
