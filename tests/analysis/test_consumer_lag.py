@@ -203,3 +203,45 @@ def test_page_cache_from_what_the_broker_wrote_since_the_read_data(frames, spark
     cache = cl.page_cache(lags, quantiles=(0.5, 0.99)).select("broker", "quantile", "reads", "tail_bytes",
                                                               "cache_bytes")
     assert sorted(tuple(r) for r in cache.collect()) == [(1, 0.5, 4, 200, 200), (1, 0.99, 4, 600, 600)]
+
+
+def test_burrow_status_of_many_partitions_per_call_equals_one_call_per_partition(spark, monkeypatch):
+    """The status rows when each pandas call holds many groups' partitions (as it does since
+    10,000 partitions cost 100 s one call each) equal those of one call per group and partition."""
+    import random
+
+    from pyspark.sql import functions as F
+
+    rng = random.Random(3)
+    lags, growth = [], []
+    for p in range(9):
+        end = 0
+        for i in range(40):
+            end += rng.randrange(0, 30)
+            growth.append(("orders", p, at(i), end))
+    ends = {(t, p, r): e for t, p, r, e in growth}
+    for g in ("billing", "audit", "search"):
+        for p in rng.sample(range(9), 6):
+            offset = 0
+            for i in sorted(rng.sample(range(40), 12)):
+                offset = rng.choice([offset, max(0, offset - 5), ends[("orders", p, at(i))]])  # stall, rewind, catch up
+                lag = None if rng.random() < 0.1 else ends[("orders", p, at(i))] - offset
+                lags.append((g, "orders", p, at(i + 0.5), offset, lag))
+    lags = spark.createDataFrame(lags, "group string, topic string, partition int, commit_time timestamp, "
+                                       "committed_offset long, records_lag long")
+    growth = spark.createDataFrame(growth, "topic string, partition int, reached timestamp, end_offset long")
+
+    def one_call_per_partition(**kwargs):
+        rows = cl.burrow_inputs(lags, growth, **kwargs)
+        return rows.groupBy("group", "topic", "partition").applyInPandas(
+            lambda pdf: cl._burrow_kernel(pdf, 3, 0), cl.BURROW_SCHEMA)
+
+    monkeypatch.setattr(cl, "BURROW_BUCKETS", 2)  # 18 partitions of groups in 2 calls
+    got = cl.burrow_status(lags, growth, intervals=3)
+    assert got.count() == lags.count() > 150
+    assert {r.status for r in got.select("status").distinct().collect()} >= {"OK", "STALL", "REWIND"}
+    assertDataFrameEqual(got, one_call_per_partition(intervals=3))
+    instants = cl.group_instants(lags, points=5)
+    assertDataFrameEqual(cl.burrow_status(lags, growth, instants=instants, intervals=3),
+                         one_call_per_partition(instants=instants, intervals=3))
+    assert got.select(F.countDistinct("group", "partition")).first()[0] == 18

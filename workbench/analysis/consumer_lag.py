@@ -936,6 +936,36 @@ def burrow_status(lags: DataFrame, growth: DataFrame, *, instants: DataFrame | N
     """
     from pyspark.sql import functions as F
 
+    rows = burrow_inputs(lags, growth, instants=instants, intervals=intervals, min_distance_s=min_distance_s,
+                         refresh_s=refresh_s)
+
+    def kernel(pdf: pd.DataFrame) -> pd.DataFrame:
+        return _burrow_kernel(pdf, intervals, min_distance_s)
+
+    # many partitions per pandas call: one call per group and partition cost ~10 ms each, 100 s at
+    # 10,000 partitions, for a few milliseconds of rules
+    bucket = F.pmod(F.xxhash64("group", "topic", "partition"), F.lit(BURROW_BUCKETS))
+    return rows.groupBy(bucket.alias("_bucket")).applyInPandas(kernel, BURROW_SCHEMA)
+
+
+#: Pandas calls :func:`burrow_status` makes at most (partitions of groups are spread over them by hash).
+BURROW_BUCKETS = 64
+
+
+def burrow_inputs(lags: DataFrame, growth: DataFrame, *, instants: DataFrame | None = None,
+                  intervals: int = burrow_rules.DEFAULT_INTERVALS,
+                  min_distance_s: int = burrow_rules.DEFAULT_MIN_DISTANCE_S,
+                  refresh_s: int = burrow_rules.DEFAULT_REFRESH_S) -> DataFrame:
+    """What :func:`burrow_status` evaluates: its commits and instants, one row each (parameters as there).
+
+    Returns
+    -------
+    DataFrame
+        ``group, topic, partition, time, offset, lag, is_commit`` (commits: offset and lag) and
+        ``_leo_now, _leo_recent`` (instants: the log end then and ``intervals`` polls before).
+    """
+    from pyspark.sql import functions as F
+
     require_columns(lags, ("group", "topic", "partition", "commit_time", "committed_offset", "records_lag"),
                     "burrow_status")
     if intervals < 1 or refresh_s < 1 or min_distance_s < 0:
@@ -959,36 +989,48 @@ def burrow_status(lags: DataFrame, growth: DataFrame, *, instants: DataFrame | N
         .unionByName(points.select(*keys, "time", F.lit(None).cast("long").alias("offset"),
                                    F.lit(None).cast("long").alias("lag"), F.lit(False).alias("is_commit"),
                                    "_leo_now", "_leo_recent"))
-
-    def kernel(pdf: pd.DataFrame) -> pd.DataFrame:
-        return _burrow_kernel(pdf, intervals, min_distance_s)
-
-    return rows.groupBy(*keys).applyInPandas(kernel, BURROW_SCHEMA)
+    return rows
 
 
 def _burrow_kernel(pdf: pd.DataFrame, intervals: int, min_distance_s: int) -> pd.DataFrame:
+    """Burrow's status at every instant row of ``pdf``, for every (group, topic, partition) it holds."""
+    import numpy as np
     import pandas as pd
 
     columns = [c.split()[0] for c in BURROW_SCHEMA.split(", ")]
     if pdf.empty:
         return pd.DataFrame(columns=columns)
     ms = (pd.to_datetime(pdf["time"]).astype("int64") // 1_000_000).to_numpy()
-    pdf = pdf.assign(_ms=ms).sort_values(["_ms", "is_commit"], ascending=[True, False], kind="stable")
-    commits_pdf = pdf[pdf["is_commit"]]
-    points = pdf[~pdf["is_commit"]]
-    commits = [(int(o), int(t), None if pd.isna(lag) else int(lag))
-               for o, t, lag in zip(commits_pdf["offset"], commits_pdf["_ms"], commits_pdf["lag"], strict=True)]
-    instants = [(int(t), None if pd.isna(now) else int(now), [] if pd.isna(recent) else [int(recent)])
-                for t, now, recent in zip(points["_ms"], points["_leo_now"], points["_leo_recent"], strict=True)]
-    results = burrow_rules.evaluate(commits, instants, intervals=intervals, min_distance_s=min_distance_s)
-    first = pdf.iloc[0]
-    last_offsets = _last_offsets(commits, [t for t, _n, _r in instants])
-    return pd.DataFrame({
-        "group": first["group"], "topic": first["topic"], "partition": int(first["partition"]),
-        "time": list(points["time"]), "status": [s for s, _w, _c in results],
-        "window": [w for _s, w, _c in results], "current_lag": [c for _s, _w, c in results],
-        "last_offset": last_offsets,
-    }, columns=columns)
+    pdf = (pdf.assign(_ms=ms)
+           .sort_values(["group", "topic", "partition", "_ms", "is_commit"], ascending=[True, True, True, True, False],
+                        kind="stable").reset_index(drop=True))
+    group, topic, part = pdf["group"].to_numpy(), pdf["topic"].to_numpy(), pdf["partition"].to_numpy()
+    new = np.ones(len(pdf), dtype=bool)
+    new[1:] = (group[1:] != group[:-1]) | (topic[1:] != topic[:-1]) | (part[1:] != part[:-1])
+    bounds = [*np.flatnonzero(new).tolist(), len(pdf)]
+    is_commit = pdf["is_commit"].to_numpy(dtype=bool)
+    t_ms, offset, lag = pdf["_ms"].tolist(), pdf["offset"].tolist(), pdf["lag"].tolist()
+    now, recent = pdf["_leo_now"].tolist(), pdf["_leo_recent"].tolist()
+    out: dict[str, list] = {c: [] for c in columns}
+    point_rows: list[int] = []
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        commits = [(int(offset[i]), int(t_ms[i]), None if pd.isna(lag[i]) else int(lag[i]))
+                   for i in range(lo, hi) if is_commit[i]]
+        points = [i for i in range(lo, hi) if not is_commit[i]]
+        instants = [(int(t_ms[i]), None if pd.isna(now[i]) else int(now[i]),
+                     [] if pd.isna(recent[i]) else [int(recent[i])]) for i in points]
+        results = burrow_rules.evaluate(commits, instants, intervals=intervals, min_distance_s=min_distance_s)
+        n = len(points)
+        out["group"] += [group[lo]] * n
+        out["topic"] += [topic[lo]] * n
+        out["partition"] += [int(part[lo])] * n
+        point_rows += points
+        out["status"] += [s for s, _w, _c in results]
+        out["window"] += [w for _s, w, _c in results]
+        out["current_lag"] += [c for _s, _w, c in results]
+        out["last_offset"] += _last_offsets(commits, [t for t, _n, _r in instants])
+    out["time"] = pdf["time"].to_numpy()[point_rows] if point_rows else []
+    return pd.DataFrame(out, columns=columns)
 
 
 def _last_offsets(commits: list[tuple[int, int, int | None]], times: list[int]) -> list[int | None]:
