@@ -148,6 +148,13 @@ class Bundle:
                 except (OSError, ValueError):
                     continue
                 node = meta.node_id if meta.node_id is not None else a.node_id
+                for p in meta.problems:
+                    self.problems.append(Problem(str(self.root / a.path), p.position, p.kind, p.detail))
+                if meta.node_id is not None and not 0 <= meta.node_id < 2**31:
+                    self.problems.append(Problem(str(self.root / a.path), 0, "out_of_range",
+                                                 f"node.id {meta.node_id} is outside 0..{2**31 - 1}; "
+                                                 f"the node is taken from its directory ({a.node_id})"))
+                    node = a.node_id
                 if meta.cluster_id and node is not None and node >= 0:
                     found.setdefault(node, meta.cluster_id)
             self._clusters = found
@@ -563,9 +570,11 @@ def _node_of(root: Path, file: Path, cache: dict[Path, int]) -> int:
         props = parent / "meta.properties"
         if props.is_file():
             values = parse_java_properties(props.read_text(encoding="utf-8", errors="replace"))
-            node = values.get("node.id", values.get("broker.id", "-1"))
-            cache[parent] = int(node) if node.lstrip("-").isdigit() else -1
-            return cache[parent]
+            node = values.get("node.id", values.get("broker.id", "-1")).strip()
+            if node.isdigit() and int(node) < 2**31:
+                cache[parent] = int(node)
+                return cache[parent]
+            # a node id that is no node id (Bundle.node_clusters reports it): a nodes/<id> directory's, else none
         if parent.parent.name == "nodes" and parent.name.isdigit():
             cache[parent] = int(parent.name)
             return cache[parent]

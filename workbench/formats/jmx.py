@@ -36,7 +36,7 @@ import io
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from workbench.formats.problems import ProblemLog, timestamp_in_range
 
@@ -53,6 +53,7 @@ class MetricSample:
     mbean: str
     attribute: str
     value: float | None  # None: out of range (an ``out_of_range`` problem); JmxTool's NaN stays NaN
+    line: int = field(default=0, compare=False)  # the CSV line it was read from (its problems' position)
 
 
 def _split_column(name: str) -> tuple[str, str]:
@@ -78,7 +79,9 @@ def read_jmx_csv(text: str, path: str = "", problems: ProblemLog | None = None) 
     if not header:
         return
     columns = [_split_column(h) for h in header[1:]]
-    for number, row in enumerate(reader, start=2):
+    rows = list(enumerate(reader, start=2))
+    numeric = _numeric_columns(rows, len(columns))
+    for number, row in rows:
         if not row:
             continue
         try:
@@ -92,16 +95,37 @@ def read_jmx_csv(text: str, path: str = "", problems: ProblemLog | None = None) 
                                                "2262-04-11 in epoch milliseconds; its samples have a null time")
         if len(row) - 1 != len(columns):
             log.report(number, "unparsed_line", f"line {number}: {len(row) - 1} values for {len(columns)} columns")
-        for (mbean, attribute), cell in zip(columns, row[1:], strict=False):
+        for i, ((mbean, attribute), cell) in enumerate(zip(columns, row[1:], strict=False)):
             try:
                 value: float | None = float(cell)
             except ValueError:
+                if i in numeric and cell:  # text in a column of numbers: no value, and a problem
+                    log.report(number, "bad_value", f"line {number}: {mbean}:{attribute} value {cell[:40]!r} is "
+                                                    "not a number (the column holds numbers); null")
+                    yield MetricSample(ts, mbean, attribute, None, number)
                 continue
             if value is not None and (math.isinf(value) or abs(value) >= _MAX_VALUE):
                 log.report(number, "out_of_range", f"line {number}: {mbean}:{attribute} value {cell[:40]!r} is "
                                                    "beyond any Java long or finite gauge; null")
                 value = None
-            yield MetricSample(ts, mbean, attribute, value)
+            yield MetricSample(ts, mbean, attribute, value, number)
+
+
+def _numeric_columns(rows: list[tuple[int, list[str]]], n: int) -> set[int]:
+    """The value columns (0-based) holding a number in most of their non-empty cells (JmxTool also
+    writes text attributes such as ``EventType``, which are not samples)."""
+    numbers = [0] * n
+    texts = [0] * n
+    for _, row in rows:
+        for i, cell in enumerate(row[1: n + 1]):
+            if not cell:
+                continue
+            try:
+                float(cell)
+                numbers[i] += 1
+            except ValueError:
+                texts[i] += 1
+    return {i for i in range(n) if numbers[i] > texts[i]}
 
 
 def mbean_properties(mbean: str) -> tuple[str, list[tuple[str, str]]]:

@@ -22,12 +22,16 @@ Examples
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.formats.problems import ProblemLog
+from workbench.formats.problems import ProblemLog, timestamp_in_range
+
+#: Values at or beyond this magnitude load as null, as in JmxTool CSV (:mod:`workbench.formats.jmx`).
+_MAX_VALUE = float(2**63)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +40,9 @@ class PromSample:
 
     name: str
     labels: dict[str, str]
-    timestamp_ms: int | None
-    value: float
+    timestamp_ms: int | None  # None: none given and no capture time, or out of range (a problem)
+    value: float | None  # None: beyond any Java long or infinite (an ``out_of_range`` problem)
+    line: int = field(default=0, compare=False)  # the line it was read from (text exports)
 
 
 _SAMPLE_LINE = re.compile(
@@ -130,10 +135,21 @@ def read_prometheus_text(text: str, path: str = "", problems: ProblemLog | None 
         except (ValueError, TypeError, IndexError, KeyError) as exc:
             log.report(number, "unparsed_line", f"line {number}: {exc or 'not a sample line'}: {line[:200]!r}")
             continue
+        tokens = line.split()
         for s in samples:
             ts = s.timestamp
             ms = default_ms if ts is None else int(round(float(ts) * 1000))
-            yield PromSample(s.name, dict(s.labels), ms, float(s.value))
+            value: float | None = float(s.value)
+            if ts is not None and not timestamp_in_range(ms):
+                log.report(number, "out_of_range", f"line {number}: timestamp {tokens[-1][:40]} ms is outside "
+                                                   "1970-01-01..2262-04-11; the sample has a null time")
+                ms = None
+            if math.isinf(value) or abs(value) >= _MAX_VALUE:
+                shown = tokens[-2] if ts is not None and len(tokens) > 1 else tokens[-1]
+                log.report(number, "out_of_range", f"line {number}: {s.name} value {shown[:40]} is beyond any "
+                                                   "Java long or finite gauge; null")
+                value = None
+            yield PromSample(s.name, dict(s.labels), ms, value, number)
 
 
 def _series(series: Any, result_type: str) -> tuple[dict[str, str], list[Any]]:

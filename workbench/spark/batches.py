@@ -34,12 +34,13 @@ from workbench.spark.source import (
     ArtifactSource,
     FilePartition,
     arrow_schema,
+    checked_timestamps_us,
     constant,
     local_path,
     ms_to_us,
     option_bool,
     option_int,
-    timestamps_us,
+    report_range,
 )
 
 if TYPE_CHECKING:
@@ -103,6 +104,8 @@ class BatchesReader(SplitSegmentsReader):
     """Batch headers of log segments: no record is decoded, so it runs near disk speed."""
 
     schema_ddl = BATCHES_SCHEMA
+    ranges = {"partition_leader_epoch": (-1, 2**31 - 1), "producer_id": (-1, 2**63 - 1),
+              "producer_epoch": (-1, 2**15 - 1), "base_sequence": (-1, 2**31 - 1)}
 
     def __init__(self, schema: Any, options: dict[str, str]) -> None:
         super().__init__(schema, options)
@@ -122,7 +125,7 @@ class BatchesReader(SplitSegmentsReader):
                                         start=partition.start, end=partition.end, verify=self.verify,
                                         chunk=ARROW_BATCH_ROWS):
             if len(piece["position"]):
-                yield _piece_to_arrow(pa, schema, partition, piece)
+                yield _piece_to_arrow(pa, schema, partition, piece, log)
 
     def _careful(self, partition: FilePartition, log: ProblemLog) -> Iterator[dict[str, Any]]:
         import fsspec
@@ -146,10 +149,15 @@ class BatchesReader(SplitSegmentsReader):
                 }
 
 
-def _piece_to_arrow(pa: Any, schema: pa.Schema, partition: FilePartition, piece: dict[str, Any]) -> pa.RecordBatch:
-    """One piece of scanned columns as a ``batches`` table batch (timestamps in µs, -1 → null)."""
+def _piece_to_arrow(pa: Any, schema: pa.Schema, partition: FilePartition, piece: dict[str, Any],
+                    log: ProblemLog) -> pa.RecordBatch:
+    """One piece of scanned columns as a ``batches`` table batch (timestamps in µs, -1 → null; times,
+    epochs, producer ids and sequences out of range null, an ``out_of_range`` problem each)."""
     n = len(piece["position"])
     i32, i64 = pa.int32(), pa.int64()
+    at = piece["position"]
+    checked = {name: report_range(piece[name], at, log, name, low, high).cast(i64 if name == "producer_id" else i32)
+               for name, (low, high) in BatchesReader.ranges.items()}
     arrays = {
         "node_id": constant(n, partition.node_id, i32), "path": constant(n, partition.path, pa.string()),
         "topic": constant(n, partition.topic, pa.string()), "partition": constant(n, partition.partition, i32),
@@ -159,14 +167,14 @@ def _piece_to_arrow(pa: Any, schema: pa.Schema, partition: FilePartition, piece:
         "size": pa.array(piece["size"], i32), "magic": pa.array(piece["magic"], i32),
         "compression": pa.array(piece["compression"], pa.string()),
         "timestamp_type": pa.array(piece["timestamp_type"], pa.string()),
-        "base_timestamp": timestamps_us(piece["base_timestamp"]),
-        "max_timestamp": timestamps_us(piece["max_timestamp"]),
-        "producer_id": pa.array(piece["producer_id"], i64),
-        "producer_epoch": pa.array(piece["producer_epoch"], i32),
-        "base_sequence": pa.array(piece["base_sequence"], i32),
+        "base_timestamp": checked_timestamps_us(piece["base_timestamp"], at, log, "base_timestamp"),
+        "max_timestamp": checked_timestamps_us(piece["max_timestamp"], at, log, "max_timestamp"),
+        "producer_id": checked["producer_id"],
+        "producer_epoch": checked["producer_epoch"],
+        "base_sequence": checked["base_sequence"],
         "is_transactional": pa.array(piece["is_transactional"], pa.bool_()),
         "is_control": pa.array(piece["is_control"], pa.bool_()),
-        "partition_leader_epoch": pa.array(piece["partition_leader_epoch"], i32),
+        "partition_leader_epoch": checked["partition_leader_epoch"],
         "crc_valid": pa.array(piece["crc_valid"], pa.bool_(), mask=~piece["crc_checked"]),
     }
     return pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
     from pyspark.sql import Column, DataFrame
 
+    from workbench.formats.problems import ProblemLog
     from workbench.spark.registry import BuildContext
 
 CONFIGS_SCHEMA = (
@@ -87,6 +88,41 @@ def node_clusters(ctx: BuildContext) -> dict[int, str]:
     return ctx.bundle.node_clusters()
 
 
+#: Integer settings and the values Kafka accepts; any name ending ``.ms`` or ``.bytes`` is a
+#: long from -1 (Kafka's "none" or "unlimited").
+INTEGER_SETTINGS: dict[str, tuple[int, int]] = {
+    "node.id": (0, 2**31 - 1), "broker.id": (-1, 2**31 - 1), "min.insync.replicas": (1, 2**31 - 1),
+    "default.replication.factor": (1, 2**15 - 1), "num.partitions": (1, 2**31 - 1),
+    "offsets.topic.replication.factor": (1, 2**15 - 1), "transaction.state.log.replication.factor": (1, 2**15 - 1),
+    "transaction.state.log.min.isr": (1, 2**31 - 1),
+}
+
+
+def setting_range(name: str) -> tuple[int, int] | None:
+    """The integer values a setting can take, or None when it is not an integer setting Kafka defines."""
+    if name in INTEGER_SETTINGS:
+        return INTEGER_SETTINGS[name]
+    if name.endswith((".ms", ".bytes")):
+        return (-1, 2**63 - 1)
+    return None
+
+
+def checked_setting(name: str, value: str, text: str, log: ProblemLog) -> str | None:
+    """``value`` of an integer setting (:func:`setting_range`), or None with a ``bad_value`` problem
+    at its line when it is not an integer Kafka would accept."""
+    allowed = setting_range(name)
+    if allowed is None:
+        return value
+    raw = value.strip()
+    if re.fullmatch(r"[+-]?\d+", raw) and allowed[0] <= int(raw) <= allowed[1]:
+        return value
+    m = re.search(rf"^[ \t\f]*{re.escape(name)}[ \t\f]*[=:]", text, re.MULTILINE)
+    line = text.count("\n", 0, m.start()) + 1 if m else 0
+    log.report(line, "bad_value", f"line {line}: {name}={raw[:80]} is not an integer in "
+                                  f"{allowed[0]}..{allowed[1]}; null")
+    return None
+
+
 def static_rows(ctx: BuildContext) -> tuple[list[tuple], list[tuple]]:
     """Rows of every node's properties file, and the problems met reading them."""
     from workbench.formats.kraft_files import read_properties_file
@@ -109,7 +145,9 @@ def static_rows(ctx: BuildContext) -> tuple[list[tuple], list[tuple]]:
         if node < 0:  # outside a node's directory: the file names its node
             own = props.get("node.id", props.get("broker.id", ""))
             node = int(own) if own.strip().lstrip("-").isdigit() else -1
+        text = data.decode("utf-8", "replace")
         for name, value in props.items():
+            value = checked_setting(name, value, text, log)
             rows.append(("static", "node", str(node), name, value, None, None, None, "properties", node, 1,
                          clusters.get(node), path))
         problems += [(node, p.path, p.position, p.kind, p.detail) for p in log.problems]

@@ -151,13 +151,24 @@ class MetadataReader(ArtifactReader):
             batches = read_batches(f, partition.path, problems=log, strict=self.strict, start=partition.start,
                                    end=partition.end)
             for chunk in metadata_batches(batches, log, fields=self.fields):
-                _report_out_of_range(chunk, log)
-                yield _chunk_to_arrow(pa, partition, chunk)
+                yield _chunk_to_arrow(pa, partition, _report_out_of_range(chunk, log))
 
 
-def _report_out_of_range(chunk: pa.RecordBatch, log: ProblemLog) -> None:
-    """An ``out_of_range`` problem for each record whose timestamp no table can hold (kept, time null)."""
+#: Ids and epochs of the ``metadata`` table and the values they can take (-1: none or unknown;
+#: a PartitionChangeRecord's leader -2: unchanged); a value outside is null, with a problem.
+RANGES: dict[str, tuple[int, int]] = {
+    "leader_epoch": (-1, 2**31 - 1), "partition": (0, 2**31 - 1), "leader": (-2, 2**31 - 1),
+    "record_leader_epoch": (-1, 2**31 - 1), "partition_epoch": (-1, 2**31 - 1), "broker_id": (0, 2**31 - 1),
+    "broker_epoch": (-1, 2**63 - 1),
+}
+
+
+def _report_out_of_range(chunk: pa.RecordBatch, log: ProblemLog) -> pa.RecordBatch:
+    """``chunk`` with ids and epochs out of range null, and an ``out_of_range`` problem for each
+    of them and for each record whose timestamp no table can hold (kept, time null)."""
     import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
     from workbench.formats.problems import TIMESTAMP_RANGE_MS
 
@@ -167,6 +178,21 @@ def _report_out_of_range(chunk: pa.RecordBatch, log: ProblemLog) -> None:
         log.report(int(chunk.column("batch_position")[i].as_py()), "out_of_range",
                    f"offset {chunk.column('offset')[i].as_py()}: timestamp {int(ms[i])} ms is outside "
                    "1970-01-01..2262-04-11; the record is kept with a null timestamp")
+    names = chunk.schema.names
+    columns = list(chunk.columns)
+    for name, (low, high) in RANGES.items():
+        if name not in names:
+            continue
+        col = columns[names.index(name)]
+        bad = pc.fill_null(pc.or_(pc.less(col, low), pc.greater(col, high)), False)
+        if not pc.any(bad).as_py():
+            continue
+        for i in np.flatnonzero(bad.to_numpy(zero_copy_only=False)).tolist():
+            log.report(int(chunk.column("batch_position")[i].as_py()), "out_of_range",
+                       f"offset {chunk.column('offset')[i].as_py()}: {chunk.column('record_type')[i].as_py()} "
+                       f"{name} {col[i].as_py()} is outside {low}..{high}; null")
+        columns[names.index(name)] = pc.if_else(bad, pa.nulls(len(col), col.type), col)
+    return pa.RecordBatch.from_arrays(columns, schema=chunk.schema)
 
 
 _NAMES: tuple[str, ...] = tuple(part.split()[0] for part in METADATA_SCHEMA.split(", "))

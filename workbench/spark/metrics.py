@@ -55,6 +55,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.formats.problems import Problem
 from workbench.spark._files import epoch_ms_in_name, facts_option, manifest_entries, read_with_facts
 from workbench.spark.registry import register_table
 from workbench.spark.source import ArtifactReader, ArtifactSource, FilePartition
@@ -156,7 +157,7 @@ class MetricsReader(ArtifactReader):
                                       list(exported.items()))
             yield {**base, "name": known[0], "metric": known[1], "mbean": sample.mbean,
                    "attribute": sample.attribute, "labels": known[2], "timestamp": _ms(sample.timestamp_ms),
-                   "value": sample.value}
+                   "value": sample.value, "line": sample.line}
 
     @staticmethod
     def _prometheus(text: str, partition: FilePartition, log: ProblemLog, base: dict[str, Any], kind: str,
@@ -167,7 +168,8 @@ class MetricsReader(ArtifactReader):
                    else read_prometheus_json(text, partition.path, log))
         for s in samples:
             yield {**base, "name": s.name.lower(), "metric": s.name, "mbean": None, "attribute": None,
-                   "labels": list(s.labels.items()), "timestamp": _ms(s.timestamp_ms), "value": s.value}
+                   "labels": list(s.labels.items()), "timestamp": _ms(s.timestamp_ms), "value": s.value,
+                   "line": s.line}
 
 
 class MetricsSource(ArtifactSource):
@@ -186,6 +188,13 @@ def metric_files(bundle: Bundle) -> list[Artifact]:
     out = []
     for a in bundle.of_kind("metrics"):
         node = entries.get(a.path, {}).get("node")
+        if node is not None and (not isinstance(node, int) or isinstance(node, bool) or not 0 <= node < 2**31):
+            manifest = str(bundle.root / "manifest.json")
+            problem = Problem(manifest, 0, "bad_value", f"metrics entry of {a.path}: node {node} is not a node id "
+                                                        "(0..2147483647); the node is taken from the file name")
+            if problem not in bundle.problems:
+                bundle.problems.append(problem)
+            node = None
         if not isinstance(node, int):
             m = re.match(r"^(\d+)[-_.]", Path(a.path).name)
             node = int(m.group(1)) if m else a.node_id

@@ -66,6 +66,7 @@ from workbench.spark.source import (
     ArtifactReader,
     ArtifactSource,
     FilePartition,
+    OutOfRange,
     arrow_schema,
     column_names,
     ms_to_us,
@@ -89,6 +90,11 @@ OFFSETS_SCHEMA = (
 #: The columns, in order; rows are built as lists in this order (see ``OffsetsReader``).
 OFFSETS_COLUMNS = column_names(OFFSETS_SCHEMA)
 _OUTCOME = OFFSETS_COLUMNS.index("txn_outcome")
+_POSITION = OFFSETS_COLUMNS.index("batch_position")
+#: Timestamp columns (maybe :class:`~workbench.spark.source.OutOfRange`) and integer columns with their range.
+_TIMES = tuple(OFFSETS_COLUMNS.index(c) for c in ("timestamp", "commit_timestamp", "expire_timestamp"))
+_RANGES = ((OFFSETS_COLUMNS.index("committed_offset"), -1, 2**63 - 1),
+           (OFFSETS_COLUMNS.index("leader_epoch"), -1, 2**31 - 1))
 _ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 
@@ -162,6 +168,23 @@ def _arrow(pa: Any, schema: Any, rows: list[list[Any]]) -> Any:
                                       schema=schema)
 
 
+def _checked(row: list[Any], log: ProblemLog) -> list[Any]:
+    """``row`` with out-of-range times, offsets and epochs null, an ``out_of_range`` problem each."""
+    for i in _TIMES:
+        value = row[i]
+        if isinstance(value, OutOfRange):
+            row[i] = None
+            log.report(row[_POSITION], "out_of_range",
+                       f"offset {row[_POSITION + 1]}: {OFFSETS_COLUMNS[i]} {value.raw} {value.why}; null")
+    for i, low, high in _RANGES:
+        value = row[i]
+        if value is not None and not low <= value <= high:
+            row[i] = None
+            log.report(row[_POSITION], "out_of_range",
+                       f"offset {row[_POSITION + 1]}: {OFFSETS_COLUMNS[i]} {value} is outside {low}..{high}; null")
+    return row
+
+
 class OffsetsReader(ArtifactReader):
     """Offset commits, tombstones and transaction markers of ``__consumer_offsets`` segments.
 
@@ -179,7 +202,7 @@ class OffsetsReader(ArtifactReader):
         schema = arrow_schema(OFFSETS_SCHEMA)
         rows: list[list[Any]] = []
         for row in self._rows(partition, log):
-            rows.append(row)
+            rows.append(_checked(row, log))
             if len(rows) >= ARROW_BATCH_ROWS:
                 yield _arrow(pa, schema, rows)
                 rows = []

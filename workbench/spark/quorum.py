@@ -78,6 +78,8 @@ class QuorumStateReader(ArtifactReader):
     """One row per ``quorum-state`` file."""
 
     schema_ddl = QUORUM_SCHEMA
+    ranges = {"leader_id": (-1, 2**31 - 1), "leader_epoch": (-1, 2**31 - 1), "voted_id": (-1, 2**31 - 1),
+              "applied_offset": (-1, 2**63 - 1)}
 
     def decode(self, partition: FilePartition, log: ProblemLog) -> Iterator[dict[str, Any]]:
         import fsspec

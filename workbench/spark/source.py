@@ -278,9 +278,62 @@ def timestamps_us(ms: Any) -> Any:
     return pa.array(np.where(bad, 0, ms) * 1000, pa.timestamp("us", tz="UTC"), mask=bad)
 
 
-def ms_to_us(ms: int | None) -> int | None:
-    """One millisecond timestamp as µs for a Spark ``timestamp`` column; None when out of range."""
-    return ms * 1000 if ms is not None and 0 <= ms <= MAX_TIMESTAMP_MS else None
+class OutOfRange:
+    """A value read from a file that its column cannot hold, in place of the value in a row.
+
+    :meth:`ArtifactReader.read` turns it into a null and an ``out_of_range`` problem at the row's
+    position (its ``batch_position``, ``position`` or ``line``) quoting the raw value.
+    """
+
+    __slots__ = ("raw", "why")
+
+    def __init__(self, raw: Any, why: str) -> None:
+        self.raw = raw
+        self.why = why
+
+    def __repr__(self) -> str:
+        return f"OutOfRange({self.raw!r}, {self.why!r})"
+
+
+def ms_to_us(ms: int | None) -> int | OutOfRange | None:
+    """One millisecond timestamp as µs for a Spark ``timestamp`` column.
+
+    None and -1 (Kafka's "no timestamp") are null; any other time outside 1970-01-01..2262-04-11
+    is an :class:`OutOfRange` (null and a problem once the row enters the table).
+
+    Examples
+    --------
+    >>> ms_to_us(1_700_000_000_000), ms_to_us(-1), ms_to_us(2**62)
+    (1700000000000000, None, OutOfRange(4611686018427387904, 'ms is outside 1970-01-01..2262-04-11'))
+    """
+    if ms is None or ms == -1:
+        return None
+    if isinstance(ms, int | float) and not isinstance(ms, bool) and 0 <= ms <= MAX_TIMESTAMP_MS:
+        return ms * 1000
+    return OutOfRange(ms, "ms is outside 1970-01-01..2262-04-11")
+
+
+def checked_timestamps_us(ms: Any, positions: Any, log: ProblemLog, what: str) -> Any:
+    """:func:`timestamps_us`, with an ``out_of_range`` problem (at the row's position) for each
+    time other than -1 (Kafka's "no timestamp") that no table can hold."""
+    ms = np.asarray(ms, dtype=np.int64)
+    bad = np.flatnonzero(((ms < 0) & (ms != -1)) | (ms > MAX_TIMESTAMP_MS))
+    for i in bad.tolist():
+        log.report(int(positions[i]), "out_of_range",
+                   f"{what} {int(ms[i])} ms is outside 1970-01-01..2262-04-11; null")
+    return timestamps_us(ms)
+
+
+def report_range(values: Any, positions: Any, log: ProblemLog, what: str, low: int, high: int) -> Any:
+    """``values`` (a NumPy integer array) as an Arrow array with those outside ``low..high`` null,
+    each with an ``out_of_range`` problem at its row's position."""
+    import pyarrow as pa
+
+    values = np.asarray(values)
+    mask = (values < low) | (values > high)
+    for i in np.flatnonzero(mask).tolist():
+        log.report(int(positions[i]), "out_of_range", f"{what} {int(values[i])} is outside {low}..{high}; null")
+    return pa.array(values, mask=mask if mask.any() else None)
 
 
 def constant(n: int, value: Any, typ: pa.DataType) -> pa.Array:
@@ -302,6 +355,10 @@ class ArtifactReader(DataSourceReader):
 
     #: The table's columns (DDL), without the problem columns.
     schema_ddl: str = ""
+
+    #: Integer columns of row dicts whose values must lie in ``(low, high)`` (ids, epochs,
+    #: offsets): a value outside is null, with an ``out_of_range`` problem naming it.
+    ranges: dict[str, tuple[int, int]] = {}
 
     def __init__(self, schema: Any, options: dict[str, str]) -> None:
         self.options = dict(options)
@@ -327,6 +384,19 @@ class ArtifactReader(DataSourceReader):
         for piece in partition.pieces if isinstance(partition, FilePack) else [partition]:
             yield from self._read_piece(piece, schema, full)
 
+    def _checked(self, row: dict[str, Any], log: ProblemLog) -> dict[str, Any]:
+        """``row`` with each :class:`OutOfRange` value and each value outside :attr:`ranges` null, a problem each."""
+        for name, value in row.items():
+            if isinstance(value, OutOfRange):
+                row[name] = None
+                log.report(row_position(row), "out_of_range", f"{name} {_raw(value.raw)} {value.why}; null")
+        for name, (low, high) in self.ranges.items():
+            value = row.get(name)
+            if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= high:
+                row[name] = None
+                log.report(row_position(row), "out_of_range", f"{name} {value} is outside {low}..{high}; null")
+        return row
+
     def _read_piece(self, partition: FilePartition, schema: pa.Schema, full: pa.Schema) -> Iterator[Any]:
         import pyarrow as pa
 
@@ -343,16 +413,56 @@ class ArtifactReader(DataSourceReader):
                     if item.num_rows:
                         yield _with_problem_columns(item, full)
                     continue
-                rows.append(item)
+                rows.append(self._checked(item, log))
                 if len(rows) >= ARROW_BATCH_ROWS:
-                    yield _with_problem_columns(pa.RecordBatch.from_pylist(rows, schema), full)
+                    yield _with_problem_columns(_from_rows(rows, schema, log), full)
                     rows = []
         except OSError as exc:
             log.report(0, "unreadable", f"cannot read file: {exc}")
         if rows:
-            yield _with_problem_columns(pa.RecordBatch.from_pylist(rows, schema), full)
+            yield _with_problem_columns(_from_rows(rows, schema, log), full)
         if log.problems:
             yield _problem_rows(log, partition.node_id, full)
+
+
+#: Row keys that give a row's position in its file, first present wins (else 0).
+POSITION_KEYS = ("batch_position", "position", "line")
+
+
+def row_position(row: dict[str, Any]) -> int:
+    """The position in its file of a row (for its problems): its batch's, its own, or its line; else 0."""
+    for key in POSITION_KEYS:
+        value = row.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 0
+
+
+def _raw(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _from_rows(rows: list[dict[str, Any]], schema: pa.Schema, log: ProblemLog) -> pa.RecordBatch:
+    """Rows as one Arrow batch; a value its column's type cannot hold (an integer beyond it, a
+    number as text...) is null with an ``out_of_range`` problem, instead of failing the read."""
+    import pyarrow as pa
+
+    try:
+        return pa.RecordBatch.from_pylist(rows, schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        pass
+    for row in rows:
+        for f in schema:
+            value = row.get(f.name)
+            if value is None:
+                continue
+            try:
+                pa.array([value], f.type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+                row[f.name] = None
+                log.report(row_position(row), "out_of_range",
+                           f"{f.name} {_raw(value)[:80]} does not fit the column's type {f.type}; null")
+    return pa.RecordBatch.from_pylist(rows, schema)
 
 
 def _with_problem_columns(batch: pa.RecordBatch, full: pa.Schema) -> pa.RecordBatch:

@@ -148,6 +148,15 @@ class ToolTextReader(ArtifactReader):
     """Rows of one view's captures (the view is the subclass's)."""
 
     view = ""
+    #: What a tool prints: ids and partitions from 0, epochs, offsets and times from -1 (none).
+    ranges = {
+        **dict.fromkeys(("partition", "partition_count", "replication_factor", "node_id", "coordinator_id",
+                         "coordinator_port", "members", "partitions"), (0, 2**31 - 1)),
+        **dict.fromkeys(("leader", "leader_id", "leader_epoch", "current_epoch", "target_epoch", "group_epoch",
+                         "target_assignment_epoch"), (-1, 2**31 - 1)),
+        **dict.fromkeys(("current_offset", "log_end_offset", "offset", "high_watermark", "max_follower_lag",
+                         "max_follower_lag_time_ms", "last_fetch_ms_ago", "last_caught_up_ms_ago"), (-1, 2**63 - 1)),
+    }
 
     def decode(self, partition: FilePartition, log: ProblemLog) -> Iterator[dict[str, Any]]:
         import fsspec
