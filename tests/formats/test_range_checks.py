@@ -76,13 +76,15 @@ def test_prometheus_values_and_timestamps_out_of_range() -> None:
             "b 1e400\n"
             "c 2 -5\n"
             f"d 3 {2**63 - 1}\n"
-            "e NaN\n")
+            "e NaN\n"
+            "f 4 1e3\n")
     log = ProblemLog("x.prom")
     got = [(s.name, s.timestamp_ms, s.value, s.line) for s in read_prometheus_text(text, "x.prom", log, default_ms=7)]
     assert got[:4] == [("a", 7, 1.0, 1), ("b", 7, None, 2), ("c", None, 2.0, 3), ("d", None, 3.0, 4)]
     assert got[4][0] == "e" and math.isnan(got[4][2])  # NaN is a Prometheus value, kept
+    assert got[5] == ("f", None, 4.0, 6)  # a timestamp of the text format is an integer of milliseconds
     assert [(p.position, p.kind) for p in log.problems] == [(2, "out_of_range"), (3, "out_of_range"),
-                                                            (4, "out_of_range")]
+                                                            (4, "out_of_range"), (6, "bad_value")]
     assert "value 1e400" in log.problems[0].detail and f"timestamp {2**63 - 1} ms" in log.problems[2].detail
 
 

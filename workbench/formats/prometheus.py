@@ -45,6 +45,8 @@ class PromSample:
     line: int = field(default=0, compare=False)  # the line it was read from (text exports)
 
 
+_INT = re.compile(r"[-+]?\d+")
+
 _SAMPLE_LINE = re.compile(
     r"^(?:[a-zA-Z_:][a-zA-Z0-9_:]*\s*(?:\{.*\})?|\{.*\})\s+[-+]?(?:[0-9.]|NaN|Inf)", re.IGNORECASE)
 
@@ -140,7 +142,12 @@ def read_prometheus_text(text: str, path: str = "", problems: ProblemLog | None 
             ts = s.timestamp
             ms = default_ms if ts is None else int(round(float(ts) * 1000))
             value: float | None = float(s.value)
-            if ts is not None and not timestamp_in_range(ms):
+            if ts is not None and not openmetrics and not _INT.fullmatch(tokens[-1]):
+                # the text format's timestamp is an integer of milliseconds (OpenMetrics': seconds, maybe fractional)
+                log.report(number, "bad_value", f"line {number}: timestamp {tokens[-1][:40]} is not an integer of "
+                                                "milliseconds; the sample has a null time")
+                ms = None
+            elif ts is not None and not timestamp_in_range(ms):
                 log.report(number, "out_of_range", f"line {number}: timestamp {tokens[-1][:40]} ms is outside "
                                                    "1970-01-01..2262-04-11; the sample has a null time")
                 ms = None
