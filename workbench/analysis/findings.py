@@ -213,7 +213,9 @@ def grouped_findings(findings: DataFrame, *, min_subjects: int, phrases: Mapping
              .withColumn("_reach", F.max("_e").over(order.rowsBetween(Window.unboundedPreceding, -1)))
              .withColumn("_new", F.col("_reach").isNull() | (F.col("_s") > F.col("_reach") + F.lit(int(gap_s * 1e6))))
              .withColumn("_run", F.sum(F.col("_new").cast("long")).over(
-                 order.rowsBetween(Window.unboundedPreceding, 0))))
+                 order.rowsBetween(Window.unboundedPreceding, 0)))
+             # read thrice below (runs, the sweep, the findings kept): computed once, when first read
+             .localCheckpoint(eager=False))
     runs = timed.groupBy(*key, "_run").agg(
         F.countDistinct("subject").alias("_subjects"), F.count("*").alias("_n"), F.min("_s").alias("_first"),
         F.max("_e").alias("_last"), F.max_by("summary", F.struct(F.col("_e") - F.col("_s"), F.col("subject")))

@@ -633,9 +633,12 @@ def configured_min_isr(tables: Any) -> dict[str | None, int]:
 def states_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
     """:func:`partition_states` of a bundle's ``metadata`` table, computed once per bundle and static min ISR."""
     static = static_min_isr(tables, params)
-    key = static if isinstance(static, int) else sorted(static.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))
-    return tables.derive(f"isr.partition_states:{key}",
+    return tables.derive(f"isr.partition_states:{_static_key(static)}",
                          lambda: partition_states(tables.metadata, static_min_isr=static))
+
+
+def _static_key(static: int | Mapping[str | None, int]) -> Any:
+    return static if isinstance(static, int) else sorted(static.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))
 
 
 #: A run of overlapping ISR findings of one kind on at least this many partitions is one finding
@@ -647,22 +650,32 @@ _GROUPED_PHRASES = {"offline": "were offline", "under_min_isr": "were under min 
                     "isr_flapping": "had a flapping ISR"}
 
 
-def area_findings(states: DataFrame, *, flap_threshold: int = 3, group_partitions: int = GROUP_PARTITIONS) -> DataFrame:
+def area_findings(states: DataFrame, *, flap_threshold: int = 3, group_partitions: int = GROUP_PARTITIONS,
+                  per_partition: DataFrame | None = None) -> DataFrame:
     """The ISR area's findings: :func:`findings`, with many partitions in trouble at once told as one.
 
     A run of overlapping findings of one kind on at least ``group_partitions`` partitions (a broker
     outage on a large cluster, ISR churn everywhere) is one finding naming how many partitions, how
     many at once at most and the longest episode (:func:`workbench.analysis.findings.grouped_findings`);
-    fewer partitions keep one finding each. :func:`findings` keeps every partition's.
+    fewer partitions keep one finding each. :func:`findings` keeps every partition's (pass them as
+    ``per_partition`` when already computed).
     """
     from workbench.analysis.findings import grouped_findings
 
-    return grouped_findings(findings(states, flap_threshold=flap_threshold), min_subjects=group_partitions,
-                            phrases=_GROUPED_PHRASES)
+    per = per_partition if per_partition is not None else findings(states, flap_threshold=flap_threshold)
+    return grouped_findings(per, min_subjects=group_partitions, phrases=_GROUPED_PHRASES)
+
+
+def findings_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
+    """:func:`findings` (every partition's) of a bundle, computed once per parameters (grouping reads them thrice)."""
+    flap = int(params.get("isr_flap_threshold") or 3)
+    key = _static_key(static_min_isr(tables, params))
+    return tables.derive(f"isr.findings:{flap}:{key}",
+                         lambda: findings(states_for(tables, params), flap_threshold=flap))
 
 
 def _area_findings(tables: Any, params: Mapping[str, Any]) -> DataFrame:
-    return area_findings(states_for(tables, params), flap_threshold=int(params.get("isr_flap_threshold") or 3),
+    return area_findings(states_for(tables, params), per_partition=findings_for(tables, params),
                          group_partitions=int(params.get("isr_group_partitions") or GROUP_PARTITIONS))
 
 
