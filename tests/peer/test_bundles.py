@@ -1,6 +1,6 @@
 """Scenario bundles built by real Kafka: layout, dumps and the incidents they must hold.
 
-Every scenario is built on every pinned release (``peer.scenario.DEFAULT_SETS``); a bundle that
+Every scenario of ``peer.scenario.DEFAULT_SETS`` is built on its pinned release; a bundle that
 is missing is built, never skipped, so these tests run the same on an empty cache.
 """
 
@@ -239,3 +239,50 @@ def test_dump_log_fixture_accepts_a_segment(kafka_dump_log, scenario_bundle, tmp
     done = kafka_dump_log([copy])
     assert done.stdout.startswith(f"Dumping {copy}\n")
     assert "baseOffset: 0 " in done.stdout
+
+
+def test_demo_bundle_holds_an_incident_in_every_area(bundle_for, tmp_path) -> None:
+    """The ``demo`` scenario staged each of its five incidents, as Kafka's own files and tools show."""
+    import tarfile
+
+    bundle = bundle_for("demo", "4.3.1")
+    m = manifest(bundle)
+    events = [e["event"] for e in m["events"]]
+    assert {n["cluster"] for n in m["nodes"]} == {"prod", "dr"}
+    # quorum: the leader controller's pause moved leadership (LeaderChange records, status captures)
+    assert events.count("node_pause") == 1 and events.count("node_resume") == 1
+    leader_changes = dump_text(bundle, "nodes/1/logs/__cluster_metadata-0/*.log.txt").count("LeaderChange: ")
+    assert leader_changes >= 2
+    status = [t for t in m["tools"] if t["args"][-1] == "--status" and "exit_code" not in t]
+    leaders = {re.search(r"LeaderId:\s+(\d+)", (bundle / t["file"]).read_text("utf-8")).group(1) for t in status}
+    assert len(leaders) >= 2
+    # isr: broker 6 left the ISR of payments, which kafka-topics listed under min ISR
+    assert "broker_hard_stop" in events and "isr_expanded" in events
+    shrunk = [r for r in metadata_records(bundle, 1) if r["type"] == "PARTITION_CHANGE_RECORD"
+              and r["data"].get("isr") is not None and 6 not in r["data"]["isr"]]
+    assert shrunk
+    under = [t for t in m["tools"] if "--under-min-isr-partitions" in t["args"]]
+    assert any("Topic: payments" in (bundle / t["file"]).read_text("utf-8") for t in under)
+    # consumer lag: every group committed; billing is far behind at the last capture
+    commits = dump_text(bundle, "nodes/*/logs/__consumer_offsets-*/*.log.txt")
+    for group in ("billing", "fulfilment", "reports"):  # offset commits (key type 1) of each group
+        assert f'key: {{"type":"1","data":{{"group":"{group}"' in commits, group
+    described = [t for t in m["tools"] if t["tool"] == "kafka-consumer-groups"]
+    last = (bundle / described[-1]["file"]).read_text("utf-8")
+    billing_lag = sum(int(line.split()[5]) for line in last.splitlines()
+                      if line.startswith("billing ") and line.split()[5].isdigit())
+    assert billing_lag > 500
+    # mirror: MirrorMaker 2 (aliases prod -> dr) replicated orders and was stopped once
+    assert events.count("mm2_stop") == 2 and events.count("mm2_start") == 2
+    assert dump_text(bundle, "nodes/7/logs/prod.orders-*/*.log.txt").count("| offset: ") > 100
+    assert dump_text(bundle, "nodes/7/logs/prod.checkpoints.internal-*/*.log.txt")
+    assert dump_text(bundle, "nodes/*/logs/mm2-offset-syncs.dr.internal-*/*.log.txt").count("| offset: ") >= 2
+    # tier: copies failed while remote storage refused them, then uploaded
+    rlmm = dump_text(bundle, "nodes/4/logs/__remote_log_metadata-*/*.log.txt")
+    assert rlmm.count("COPY_SEGMENT_STARTED") > rlmm.count("COPY_SEGMENT_FINISHED") > 0
+    assert list((bundle / "remote").rglob("*.log"))
+    # small enough to ship: a few MB as .tar.gz
+    archive = tmp_path / "demo.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(bundle, arcname="demo")
+    assert archive.stat().st_size < 3 * 1000 * 1000

@@ -13,7 +13,7 @@ from peer.cluster import Cluster, cluster_id_for
 from peer.errors import ClusterError, FetchError, PeerError
 from peer.kafka import ERA_SERVERS, VERSIONS, Kafka, fetch
 from peer.locks import file_lock, slot_lock
-from peer.scenario import DEFAULT_SETS, ERA_SETS, SCENARIOS, scenario_hash
+from peer.scenario import DEFAULT_SETS, ERA_SETS, PINNED_SCENARIOS, SCENARIOS, scenario_hash
 from peer.scenarios.quorum import leader_id
 from workbench.errors import WorkbenchError
 
@@ -90,7 +90,8 @@ def test_unpinned_version_is_refused() -> None:
 
 
 def test_default_sets_and_hashes() -> None:
-    assert DEFAULT_SETS["4.3.1"] == SCENARIOS[:-1] and SCENARIOS[0] == "isr"
+    assert DEFAULT_SETS["4.3.1"] == (*PINNED_SCENARIOS, "demo") and SCENARIOS[0] == "isr"
+    assert set(SCENARIOS) == {*PINNED_SCENARIOS, "idle", "demo"}
     assert set(DEFAULT_SETS["3.9.2"]) <= set(SCENARIOS)
     # the idle scenario runs only on the era releases, which are not pinned
     assert set(ERA_SETS) == set(ERA_SERVERS) and not set(ERA_SETS) & set(VERSIONS)
