@@ -617,7 +617,7 @@ def fetch_dump_tool(version: str, *, timeout: float = 900.0) -> Kafka:
     if scala is None:
         raise FetchError(f"no dump tool is pinned for Kafka {version}; expected one of "
                          f"{sorted([*VERSIONS, *DUMP_TOOL_RELEASES])}")
-    return _fetch_core(version, scala, cache_root() / "dump-tools" / version / "lib", "dump-tool",
+    return _fetch_core(version, scala, cache_root() / "dump-tools" / version / "lib", f"dump-tool-{version}",
                        f"the Kafka {version} dump tool", timeout, ())
 
 
@@ -638,7 +638,7 @@ def fetch_era_server(version: str, *, timeout: float = 900.0) -> Kafka:
     if version not in ERA_SERVERS:
         raise FetchError(f"Kafka {version} is not run as an era server; expected one of {list(ERA_SERVERS)}")
     kafka = _fetch_core(version, DUMP_TOOL_RELEASES.get(version, "2.13"),
-                        cache_root() / "era-servers" / version / "lib", "era-server",
+                        cache_root() / "era-servers" / version / "lib", "era-servers",
                         f"the Kafka {version} server", timeout, ("-Pserver",))
     kafka.tool_class("kafka")
     kafka.tool_class("storage")
@@ -648,12 +648,15 @@ def fetch_era_server(version: str, *, timeout: float = 900.0) -> Kafka:
 def _fetch_core(version: str, scala: str, lib: Path, lock: str, what: str, timeout: float,
                 extra: Sequence[str]) -> Kafka:
     """Resolve ``peer/tools-pom.xml`` (the core jar and its runtime dependencies, ``extra``
-    Maven flags for a profile) into ``lib``, once; a stamp file written last marks it complete."""
+    Maven flags for a profile) into ``lib``, once, under the lock ``<cache>/locks/<lock>.lock``;
+    a stamp file written last marks it complete. The era servers share one lock: their scenarios
+    build in parallel, and two Maven runs would otherwise write the same jars of the local
+    repository at once."""
     if (lib / STAMP).exists():
         return Kafka(version, lib)
     from peer.locks import file_lock
 
-    with file_lock(cache_root() / "locks" / f"{lock}-{version}.lock", timeout=timeout,
+    with file_lock(cache_root() / "locks" / f"{lock}.lock", timeout=timeout,
                    what=f"fetch of {what}"):
         if (lib / STAMP).exists():
             return Kafka(version, lib)
