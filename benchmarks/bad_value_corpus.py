@@ -446,8 +446,10 @@ def _tool_variants(bundle: Path, scenario: str) -> list[Variant]:
                     tail = tail[grow:]
                 lines[line_no - 1] = ln[:a] + raw + tail
                 return "\n".join(lines)
+            # a topic's header line (PartitionCount) is in the row of each of its partitions
+            unit = int(m.group(1)) if column == "partition_count" else 1
             out.append(Variant(f"{scenario}/{table}/{column}/{kind}", scenario, table, column, kind, rel, raw,
-                               None, subjects, _text_edit(rel, change)))
+                               None, subjects, _text_edit(rel, change), unit_rows=unit))
     return out
 
 
@@ -591,9 +593,11 @@ def _recording(log: set[str]) -> Iterator[None]:
 
 def run_bundle(spark: Any, path: Path, *, tables: set[str] | None = None, areas: set[str] | None = None,
                record: bool = False) -> Outcome:
-    """Open ``path``, build every table, read the problems and compute the chosen areas' findings and key figures.
+    """Open ``path``, build the tables, read the problems and compute the chosen areas' findings and key figures.
 
-    ``tables``/``areas``: which to compare and compute (all when None).
+    ``tables``: the tables whose rows are kept for comparison (all when None); when no area is
+    computed only they are built (a table reading none of the changed files reads what the clean
+    bundle's did). ``areas``: the areas computed (all when None).
     """
     from workbench.analysis.findings import area_has_data, check_findings
     from workbench.analysis.findings import areas as all_areas
@@ -602,8 +606,9 @@ def run_bundle(spark: Any, path: Path, *, tables: set[str] | None = None, areas:
 
     t0 = time.monotonic()
     inv = open_investigation(str(path), spark=spark, params={"report": True})
-    for name in table_specs():
-        _ = inv.tables[name].columns
+    for name in table_specs():  # every table (the problems of all), or those asked for when no area runs
+        if tables is None or areas is None or areas or name in tables:
+            _ = inv.tables[name].columns
     problems = [r.asDict() for r in inv.tables.problems.collect()]
     kept = {name: _rows(inv.tables[name]) for name in table_specs() if tables is None or name in tables}
     findings: dict[str, list[dict]] = {}
@@ -664,10 +669,8 @@ def _tables_reading(bundle_path: Path, rel: str) -> set[str]:
         chosen = spec.select(bundle) if spec.select else bundle.of_kind(*spec.kinds)
         if any(a.path == rel for a in chosen):
             out.add(name)
-    if art is not None and art.kind == "manifest":
-        out |= {n for n, s in table_specs().items() if n.startswith("tool_") or "manifest" in s.kinds}
-    if art is not None and art.kind == "meta_properties":
-        out = set(table_specs())  # the node's cluster id: every table of the node
+    if art is not None and art.kind in ("manifest", "meta_properties"):
+        out = set(table_specs())  # capture times, nodes and cluster ids of files every table reads
     return out
 
 
@@ -701,14 +704,16 @@ def check_variant(spark: Any, v: Variant, clean: Outcome, bundle: Path, work: Pa
         reasons.append(f"no problem names {v.path}@{v.position} and {v.raw!r}; new problems: {shown[:4]}")
     for name, (columns, rows) in got.tables.items():
         before = [_rebase(r, str(bundle), str(dst)) for r in clean.tables[name][1]]
-        other_new = [r for r in rows if path not in r]
-        other_old = [r for r in before if path not in r]
+        def of_file(r: tuple) -> bool:  # the inventory names files relative to the bundle
+            return path in r or v.path in r
+        other_new = [r for r in rows if not of_file(r)]
+        other_old = [r for r in before if not of_file(r)]
         if other_new != other_old:
             reasons.append(f"table {name}: rows of other files differ ({len(other_old)} clean, {len(other_new)} now)")
         at = next((columns.index(c) for c in ("batch_position", "position") if c in columns), None)
 
         def elsewhere(r: tuple, at: int | None = at) -> bool:
-            return path in r and (at is None or v.position is None or r[at] != v.position)
+            return of_file(r) and (at is None or v.position is None or r[at] != v.position)
         gone = Counter(r for r in before if elsewhere(r)) - Counter(r for r in rows if elsewhere(r))
         added = Counter(r for r in rows if elsewhere(r)) - Counter(r for r in before if elsewhere(r))
         if sum(gone.values()) > v.unit_rows or sum(added.values()) > v.unit_rows:
@@ -756,7 +761,10 @@ def run_corpus(spark: Any, variants: list[Variant], *, work: Path | None = None,
                 copy = work / f"clean-{v.scenario}"
                 shutil.rmtree(copy, ignore_errors=True)
                 shutil.copytree(bundle, copy, copy_function=os.link)
-                clean[v.scenario] = (copy, run_bundle(spark, copy, record=True, areas=None if findings else set()))
+                wanted = None if findings else set().union(*(_tables_reading(copy, u.path) for u in variants
+                                                                      if u.scenario == v.scenario))
+                clean[v.scenario] = (copy, run_bundle(spark, copy, record=True, tables=wanted,
+                                                      areas=None if findings else set()))
                 clean_seconds += clean[v.scenario][1].seconds
             copy, outcome = clean[v.scenario]
             result = check_variant(spark, v, outcome, copy, work, findings=findings)
