@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 import workbench
+from workbench.spark.configs import setting_range
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -94,12 +95,19 @@ def test_server_properties(spark, source, tmp_path):
     lines[-1] = lines[-1].rstrip("\n")[:-2]                      # the file cut two characters early
     props.write_text("".join(lines), "utf-8")
     t_good, t_bad = load(spark, good), load(spark, bad)
+    # the cut value of an integer setting that is no longer an integer Kafka accepts is null, a bad_value
+    cut_value = last_value[:-2]
+    allowed = setting_range(cut_name)
+    cut_bad = allowed is not None and not (cut_value.lstrip("-").isdigit()
+                                           and allowed[0] <= int(cut_value) <= allowed[1])
     want = (same_paths(t_good.configs, good, bad)
             .where(~((F.col("node_id") == 5) & (F.col("name") == damaged_name)))
             .withColumn("value", F.when((F.col("node_id") == 5) & (F.col("name") == cut_name),
-                                        F.lit(last_value[:-2])).otherwise(F.col("value"))))
+                                        F.lit(None if cut_bad else cut_value)).otherwise(F.col("value"))))
     assertDataFrameEqual(t_bad.configs, want)
-    assert problems(t_bad, "configs") == [("server.properties", "garbage"), ("server.properties", "truncated")]
+    assert problems(t_bad, "configs") == sorted(
+        [("server.properties", "garbage"), ("server.properties", "truncated")]
+        + [("server.properties", "bad_value")] * cut_bad)
 
 
 def test_tool_outputs(spark, source, tmp_path):
