@@ -55,12 +55,16 @@ elif not isr_data:
 # %% [markdown]
 # ## ISR findings
 #
-# Offline and under-min-ISR episodes and flapping ISRs, most severe first.
+# Offline and under-min-ISR episodes and flapping ISRs, partition by partition, most severe first (the
+# overview tells many partitions in trouble at once as one finding).
 
 # %%
 if isr_data:
     states = isr_analysis.states_for(inv.tables, inv.params)
-    display(HTML(findings_html(ordered_findings(isr_analysis.findings(states)).toPandas(),
+    # every partition's findings (the overview groups many partitions at once into one), the first
+    # 50 collected: a cluster of 10,000 partitions can have hundreds of thousands
+    per_partition = ordered_findings(isr_analysis.findings_for(inv.tables, inv.params))
+    display(HTML(findings_html(per_partition.limit(50).toPandas(), total=per_partition.count(),
                                empty="No partition was offline or under min ISR, and no ISR flapped.")))
 
 # %% [markdown]

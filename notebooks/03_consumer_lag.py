@@ -57,12 +57,14 @@ if not lag_data:
 # ## Consumer-lag findings
 #
 # Groups behind the tail (with the page cache that would have served them), records lost to
-# retention, removed (expired) offsets, Burrow's ERR and WARN periods, and what could not be computed.
+# retention, removed (expired) offsets, Burrow's ERR and WARN periods, and what could not be computed,
+# group by group (the overview tells many groups at once as one finding).
 
 # %%
 if lag_data:
     lag_area = areas()["consumer_lag"]
-    display(HTML(findings_html(ordered_findings(lag_area.findings(inv.tables, inv.params)).toPandas(),
+    per_group = ordered_findings(lag_analysis.findings_for(inv.tables, inv.params))  # not grouped, first 50
+    display(HTML(findings_html(per_group.limit(50).toPandas(), total=per_group.count(),
                                empty="No group lagged, lost records or had its offsets removed.")))
     lag_frames = {k: v.toPandas() for k, v in lag_area.frames(inv.tables, inv.params).items()}
 

@@ -194,12 +194,16 @@ elif not isr_data:
 # %% [markdown]
 # ### ISR findings
 #
-# Offline and under-min-ISR episodes and flapping ISRs, most severe first.
+# Offline and under-min-ISR episodes and flapping ISRs, partition by partition, most severe first (the
+# overview tells many partitions in trouble at once as one finding).
 
 # %%
 if isr_data:
     states = isr_analysis.states_for(inv.tables, inv.params)
-    display(HTML(findings_html(ordered_findings(isr_analysis.findings(states)).toPandas(),
+    # every partition's findings (the overview groups many partitions at once into one), the first
+    # 50 collected: a cluster of 10,000 partitions can have hundreds of thousands
+    per_partition = ordered_findings(isr_analysis.findings_for(inv.tables, inv.params))
+    display(HTML(findings_html(per_partition.limit(50).toPandas(), total=per_partition.count(),
                                empty="No partition was offline or under min ISR, and no ISR flapped.")))
 
 # %% [markdown]
@@ -269,12 +273,14 @@ if not lag_data:
 # ### Consumer-lag findings
 #
 # Groups behind the tail (with the page cache that would have served them), records lost to
-# retention, removed (expired) offsets, Burrow's ERR and WARN periods, and what could not be computed.
+# retention, removed (expired) offsets, Burrow's ERR and WARN periods, and what could not be computed,
+# group by group (the overview tells many groups at once as one finding).
 
 # %%
 if lag_data:
     lag_area = areas()["consumer_lag"]
-    display(HTML(findings_html(ordered_findings(lag_area.findings(inv.tables, inv.params)).toPandas(),
+    per_group = ordered_findings(lag_analysis.findings_for(inv.tables, inv.params))  # not grouped, first 50
+    display(HTML(findings_html(per_group.limit(50).toPandas(), total=per_group.count(),
                                empty="No group lagged, lost records or had its offsets removed.")))
     lag_frames = {k: v.toPandas() for k, v in lag_area.frames(inv.tables, inv.params).items()}
 

@@ -20,7 +20,7 @@ SEVERITY_COLORS: dict[str, str] = {"critical": "#d62728", "warning": "#ff7f0e", 
 
 
 def findings_html(findings: pd.DataFrame, *, limit: int | None = 50,
-                  empty: str = "Nothing was found wrong in what the bundle holds.") -> str:
+                  empty: str = "Nothing was found wrong in what the bundle holds.", total: int | None = None) -> str:
     """Render findings as an HTML bullet list, one escaped sentence each, in the frame's order.
 
     Parameters
@@ -31,6 +31,9 @@ def findings_html(findings: pd.DataFrame, *, limit: int | None = 50,
         At most this many items; a last item counts the rest.
     empty : str
         The sentence shown when there is no finding.
+    total : int, optional
+        How many findings there are in all, when ``findings`` holds only the first of them (a
+        large table cut in Spark: ``frame.limit(50).toPandas()``); default ``len(findings)``.
 
     Examples
     --------
@@ -46,6 +49,7 @@ def findings_html(findings: pd.DataFrame, *, limit: int | None = 50,
         f'<li class="wb-{html.escape(str(sev), quote=True)}">{html.escape(str(text))}</li>'
         for sev, text in zip(shown["severity"], shown["summary"], strict=True)
     )
-    if len(findings) > len(shown):
-        items += f"<li>... and {len(findings) - len(shown)} more finding(s).</li>"
+    total = len(findings) if total is None else max(total, len(findings))
+    if total > len(shown):
+        items += f"<li>... and {total - len(shown)} more finding(s).</li>"
     return f'<ul class="wb-findings">{items}</ul>'

@@ -1361,18 +1361,42 @@ def _has_commits(tables: Any) -> bool:
         return False
 
 
-def _area_findings(tables: Any, params: Mapping[str, Any]) -> DataFrame:
+def findings_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
+    """:func:`findings` of a bundle, one per group (and broker), computed once per parameters."""
     from workbench.analysis.findings import empty_findings
 
     if not _has_commits(tables):
         return empty_findings(tables.spark)
-    commits = commits_for(tables)
-    return findings(lags_for(tables), loss=loss_for(tables),
-                    removed=removed_groups(commits, removed_offsets(tables.offsets)),
-                    cache=page_cache(cache_lags_for(tables)), group_status=group_status_for(tables, params),
-                    stuck=stuck_partitions(lags_for(tables), growth_for(tables)),
-                    lag_warn_s=float(params.get("lag_warn_seconds") or DEFAULT_LAG_WARN_S),
-                    burrow_intervals=int(params.get("burrow_intervals") or burrow_rules.DEFAULT_INTERVALS))
+    warn_s = float(params.get("lag_warn_seconds") or DEFAULT_LAG_WARN_S)
+    intervals = int(params.get("burrow_intervals") or burrow_rules.DEFAULT_INTERVALS)
+    refresh = int(params.get("burrow_refresh_s") or burrow_rules.DEFAULT_REFRESH_S)
+
+    def compute() -> DataFrame:
+        commits = commits_for(tables)
+        return findings(lags_for(tables), loss=loss_for(tables),
+                        removed=removed_groups(commits, removed_offsets(tables.offsets)),
+                        cache=page_cache(cache_lags_for(tables)), group_status=group_status_for(tables, params),
+                        stuck=stuck_partitions(lags_for(tables), growth_for(tables)),
+                        lag_warn_s=warn_s, burrow_intervals=intervals)
+
+    return tables.derive(f"consumer_lag.findings:{warn_s}:{intervals}:{refresh}", compute)
+
+
+#: A run of overlapping consumer-lag findings of one kind on at least this many groups is one finding
+#: (``lag_group_groups``; :func:`workbench.analysis.findings.grouped_findings`).
+GROUP_GROUPS = 20
+
+#: How a grouped consumer-lag finding's sentence says what its groups went through.
+_GROUPED_PHRASES = {"lag": "read behind the tail", "retention_loss": "lost records to retention",
+                    "offsets_removed": "had their committed offsets removed", "burrow_err": "were rated ERR by Burrow",
+                    "burrow_warn": "were rated WARN by Burrow", "stuck": "had committed offsets standing still"}
+
+
+def _area_findings(tables: Any, params: Mapping[str, Any]) -> DataFrame:
+    from workbench.analysis.findings import grouped_findings
+
+    return grouped_findings(findings_for(tables, params), phrases=_GROUPED_PHRASES,
+                            min_subjects=int(params.get("lag_group_groups") or GROUP_GROUPS))
 
 
 #: How many partitions :func:`_view_frames` keeps per frame (the worst by byte lag).
