@@ -19,8 +19,11 @@ every area with data ``view:<area>`` (:meth:`Investigation.view`: the area's vie
 brought to pandas, and the widget built with its first figure). Each is the time from the click to
 a plot. Peak memory: the Spark JVM's and this process's largest resident set.
 
-Prints one JSON line: ``steps`` (seconds), ``findings``, ``views`` (per area: the widget's class and
-the number of traces of its first figure), ``jvm_peak_mib``, ``python_peak_mib``.
+Prints one JSON line: ``steps`` (seconds), ``cpu_seconds`` (per step, of this process and its
+children: the Spark JVM and Python workers; steadier than seconds on a shared machine), ``findings``
+(rows), ``bars`` (what the timeline draws of them), ``per_area`` (with ``--per-area``: each area's
+findings by kind and severity), ``views`` (per area: the widget's class and the number of traces of its
+first figure), ``jvm_peak_mib``, ``python_peak_mib``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_consumer_lag import write_bundle  # noqa: E402
+from bench_metadata_scale import tree_cpu  # noqa: E402
 from bench_quorum import Steps, spark_with_peak_rss  # noqa: E402
 from synthetic_metadata import write_synthetic_metadata_log  # noqa: E402
 
@@ -84,21 +88,40 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=100_000)
     parser.add_argument("--gib", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--per-area", action="store_true",
+                        help="first time each area's findings on their own (steps findings:<area>, with their rows); "
+                             "the findings step then only unions what is already computed")
     args = parser.parse_args()
 
+    from collections import Counter
+
     import workbench
+    from widgets.timeline import merge_for_display
     from workbench.investigation import open_investigation
 
     path = bundle_for(args.metadata_records, args.commits, args.gib, args.seed)
     spark, jvm = spark_with_peak_rss(workbench)
     steps = Steps()
 
+    cpu = {}
+
     def step(name, fn):
+        before = tree_cpu(os.getpid())
         out = steps.run(name, fn)
-        print(f"{name}: {steps[name]} s", file=sys.stderr, flush=True)  # progress, while the rest runs
+        cpu[name] = round(tree_cpu(os.getpid()) - before, 2)
+        print(f"{name}: {steps[name]} s, {cpu[name]} CPU s", file=sys.stderr, flush=True)  # progress
         return out
 
     inv = step("open", lambda: open_investigation(str(path), spark=spark))
+    per_area = {}
+    if args.per_area:
+        from workbench.analysis.findings import area_has_data, areas
+
+        for name, area in areas().items():
+            if step(f"has_data:{name}", lambda n=name: area_has_data(inv.tables, n)):
+                rows = step(f"findings:{name}", lambda a=area: a.findings(inv.tables, dict(inv.params)).collect())
+                per_area[name] = dict(Counter((r["kind"], r["severity"]) for r in rows).most_common())
+                per_area[name] = {f"{k} {s}": n for (k, s), n in per_area[name].items()}
     findings = step("findings", lambda: inv.findings().toPandas())
     views = {}
     for area in inv.area_titles():
@@ -109,7 +132,8 @@ def main() -> None:
         views[area] = {"widget": type(widget).__name__, "figures": len(figs),
                        "traces": sum(len(f.data) for f in figs)}
     result = {"bundle": json.loads((path / "written.json").read_text("utf-8")),
-              "steps": steps, "findings": len(findings), "views": views,
+              "steps": steps, "cpu_seconds": cpu, "findings": len(findings), "per_area": per_area,
+              "bars": len(merge_for_display(findings)), "views": views,
               "jvm_peak_mib": round(jvm.stop() / 2**20),
               "python_peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
               "load_average": os.getloadavg()[0]}
