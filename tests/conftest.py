@@ -49,12 +49,16 @@ def spark():
 
 @pytest.fixture(scope="module", autouse=True)
 def _release_cached_tables():
-    """Drop what a module cached in Spark (derived tables persist) once the module is done."""
+    """Drop what a module cached in Spark (persisted reads, checkpointed derived results) once the
+    module is done."""
     yield
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        from workbench.spark.registry import unpersist_all
+
+        unpersist_all()
         active.catalog.clearCache()
 
 

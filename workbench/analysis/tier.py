@@ -258,6 +258,21 @@ def tiered_topics(remote: DataFrame, configs: DataFrame) -> list[str]:
     return sorted((with_events | enabled) - set(_INTERNAL_TOPICS))
 
 
+def _tiered_topics_of(tables: Any) -> list[str]:
+    """:func:`tiered_topics` of a bundle's tables, computed once per bundle (several steps ask)."""
+    import weakref
+
+    key = id(tables)
+    if key not in _TOPICS:
+        _TOPICS[key] = tiered_topics(tables["remote"], tables["configs"])
+        weakref.finalize(tables, _TOPICS.pop, key, None)
+    return _TOPICS[key]
+
+
+#: The tiered topics of the bundles in use, by ``id(tables)`` (dropped when the tables are collected).
+_TOPICS: dict[int, list[str]] = {}
+
+
 def local_segments(inventory: DataFrame, batches: DataFrame, topics: Sequence[str]) -> DataFrame:
     """The local segments of each partition in the bundle, from one replica.
 
@@ -417,7 +432,7 @@ def _run_kernel(tables: Any, params: Mapping[str, Any], which: str) -> DataFrame
     """Apply the history (``which='history'``) or series kernel to every tiered partition."""
     from pyspark.sql import functions as F
 
-    topics = tiered_topics(tables["remote"], tables["configs"])
+    topics = _tiered_topics_of(tables)
     spark = tables.spark
     schema = HISTORY_SCHEMA if which == "history" else SERIES_SCHEMA
     if not topics:
@@ -557,7 +572,7 @@ def backlog_series(tables: Any, params: Mapping[str, Any] | None = None) -> Data
 
 def task_interval_ms(tables: Any) -> float:
     """``remote.log.manager.task.interval.ms`` of the brokers (Kafka's default when unset)."""
-    topics = tiered_topics(tables["remote"], tables["configs"])
+    topics = _tiered_topics_of(tables)
     return settings_for(tables["configs"], topics)[1].task_interval_ms
 
 
@@ -954,7 +969,7 @@ def findings(tables: Any, params: Mapping[str, Any] | None = None) -> DataFrame:
     p = dict(params or {})
     spark = tables.spark
     out = empty_findings(spark)
-    topics = tiered_topics(tables["remote"], tables["configs"])
+    topics = _tiered_topics_of(tables)
     if not topics:
         return out
     with_events = {r["topic"] for r in tables["remote"].select("topic").distinct().collect()}
@@ -1070,7 +1085,7 @@ def summary_sentence(tables: Any, params: Mapping[str, Any] | None = None) -> st
     from pyspark.sql import functions as F
 
     p = dict(params or {})
-    if not tiered_topics(tables["remote"], tables["configs"]):
+    if not _tiered_topics_of(tables):
         return "no tiered-storage topic in this bundle"
     series = backlog_series(tables, p)
     threshold = backlog_threshold_s(tables, p)

@@ -404,10 +404,15 @@ class Tables(Mapping[str, "DataFrame"]):
         return out.dropDuplicates()
 
     def derive(self, key: str, compute: Callable[[], DataFrame]) -> DataFrame:
-        """A result computed from these tables once and kept with them (persisted), under ``key``.
+        """A result computed from these tables once and kept with them, under ``key``.
 
         Analyses use it for intermediate results several consumers need (the ISR state intervals
-        feed the findings, the notebook's timeline and the report's summary alike).
+        feed the findings, the notebook's timeline and the report's summary alike). The result is
+        computed when first asked for and kept as a local checkpoint (memory, then disk): its
+        consumers plan from the kept rows, not from the whole lineage again. A lazily persisted
+        frame is recomputed by every branch of the first query that uses it several times (the
+        tier findings on a five-area bundle ran 571 stages in one query, 230 executor s; 112
+        stages, 50 s, with their inputs checkpointed).
 
         Examples
         --------
@@ -416,7 +421,7 @@ class Tables(Mapping[str, "DataFrame"]):
         from pyspark import StorageLevel
 
         if key not in self._derived:
-            self._derived[key] = compute().persist(StorageLevel.MEMORY_AND_DISK)
+            self._derived[key] = compute().localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
         return self._derived[key]
 
     def unpersist(self) -> None:
@@ -435,6 +440,13 @@ class Tables(Mapping[str, "DataFrame"]):
 
 
 _SESSION_TABLES: dict[tuple, Tables] = {}
+
+
+def unpersist_all() -> None:
+    """Drop what every bundle loaded in this process keeps in Spark (persisted reads, Parquet
+    copies, derived results); each is read or computed again when next asked for."""
+    for tables in list(_SESSION_TABLES.values()):
+        tables.unpersist()
 
 
 def load(bundle: Bundle, spark: SparkSession, *, strict: bool = False, **options: Any) -> Tables:
