@@ -216,21 +216,23 @@ def _metadata_variants(bundle: Path, scenario: str) -> list[Variant]:
                 continue
             if encode_metadata_record(meta.name, meta.version, meta.fields, meta.unknown_tags) != rec.value:
                 continue
+            edits = [(fname, kind, value, encode_metadata_record(meta.name, meta.version, {**meta.fields, fname: value},
+                                                                 meta.unknown_tags))
+                     for fname in wanted[meta.name]
+                     for kind, value in (INT64_KINDS if fname == "brokerEpoch" else INT32_KINDS).items()]
+            if any(len(new) != len(rec.value) for *_, new in edits):
+                continue  # a field of variable width in this record: take a later record of the type
             done.add(meta.name)
             if "partitionId" in meta.fields:
                 subject = f"{topics.get(meta.fields.get('topicId'), '*')}-{meta.fields['partitionId']}"
                 subjects = (f"isr:partition:{subject}", "quorum:*", "consumer_lag:*", "tier:*", "mirror:*")
             else:
                 subjects = ("quorum:*", f"isr:*:{meta.fields['brokerId']}")
-            for fname in wanted[meta.name]:
-                kinds = INT64_KINDS if fname == "brokerEpoch" else INT32_KINDS
-                for kind, value in kinds.items():
-                    new = encode_metadata_record(meta.name, meta.version, {**meta.fields, fname: value},
-                                                 meta.unknown_tags)
-                    out.append(Variant(
-                        f"{scenario}/metadata/{meta.name}.{fname}/{kind}", scenario, "metadata",
-                        f"{meta.name}.{fname}", kind, rel, str(value), b.position, subjects,
-                        _value_edit(rel, b.position, b.size, bytes(rec.value), new)))
+            for fname, kind, value, new in edits:
+                out.append(Variant(
+                    f"{scenario}/metadata/{meta.name}.{fname}/{kind}", scenario, "metadata",
+                    f"{meta.name}.{fname}", kind, rel, str(value), b.position, subjects,
+                    _value_edit(rel, b.position, b.size, bytes(rec.value), new)))
     del node
     return out
 
