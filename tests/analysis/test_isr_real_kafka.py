@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import workbench
+from tests.kafka_bundles import dump_entries
 from workbench.analysis import isr
 from workbench.formats.tooltext import parse_topics_describe
 
@@ -137,3 +138,52 @@ def test_static_min_isr_comes_from_the_brokers_server_properties(analysed):
     assert isr.configured_min_isr(tables) == want
     assert isr.static_min_isr(tables, {}) == want
     assert isr.static_min_isr(tables, {"min_insync_replicas": 3}) == 3
+
+
+def metadata_payloads(path: Path) -> list[tuple[int, dict]]:
+    """(CreateTime ms, payload) of every record of the longest metadata-log dump Kafka printed
+    (a controller's: the brokers' replicas stop before the quorum does)."""
+    dumps = [e["dump"] for e in dump_entries(path) if "__cluster_metadata" in e["file"] and e["file"].endswith(".log")]
+    best: list[tuple[int, dict]] = []
+    for dump in dumps:
+        rows = []
+        for line in (path / dump).read_text(encoding="utf-8").splitlines():
+            if " payload: " in line and "CreateTime: " in line:
+                created = int(line.split("CreateTime: ", 1)[1].split()[0])
+                rows.append((created, json.loads(line.split(" payload: ", 1)[1])))
+        best = rows if len(rows) > len(best) else best
+    return best
+
+
+def test_the_clean_stop_at_the_end_is_one_info_finding(analysed):
+    """The scenario stops its cluster cleanly: Kafka writes each broker's controlled shutdown, then
+    leaves partitions leaderless. That stop is one ``cluster_stopped`` finding naming every broker,
+    from the first controlled shutdown Kafka wrote after the manifest's stop, with as many offline
+    partitions as Kafka's last partition records left without a leader; no critical finding starts
+    inside it, and the incident's own findings (broker stops mid-run) stay."""
+    path, manifest, _states, _counts, tables = analysed
+    stop_ms = next(e["t_ms"] for e in manifest["events"] if e["event"] == "cluster_stop")
+    records = metadata_payloads(path)
+    shutdowns = [t for t, p in records if p["type"] == "BROKER_REGISTRATION_CHANGE_RECORD"
+                 and p["data"].get("inControlledShutdown") == 1 and t >= stop_ms]
+    brokers = sorted(n["id"] for n in manifest["nodes"] if "broker" in n["roles"])
+    leaders: dict[tuple[str, int], int] = {}
+    for _t, p in records:
+        if p["type"] in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD") and "leader" in p["data"]:
+            leaders[(p["data"]["topicId"], p["data"]["partitionId"])] = p["data"]["leader"]
+    leaderless = sum(1 for leader in leaders.values() if leader == -1)
+
+    stops = isr.cluster_stops(tables.metadata).collect()
+    want = [(manifest["cluster_id"], min(shutdowns), brokers)]
+    assert [(r.cluster_id, ms(r.start), r.brokers) for r in stops] == want
+    found = isr.findings_for(tables, {}).toPandas()
+    told = found[found.kind == "cluster_stopped"]
+    assert len(told) == 1 and told.iloc[0].severity == "info"
+    assert told.iloc[0].figures["offline_partitions"] == leaderless > 0
+    critical = found[found.severity == "critical"]
+    assert not [ms(t) for t in critical.start if ms(t) >= min(shutdowns)]
+    hard_stops = [e["t_ms"] for e in manifest["events"] if e["event"] == "broker_hard_stop"]
+    assert critical.start.map(ms).min() > hard_stops[0]  # the mid-run outage is still told, per partition
+    # without the stops, the same shutdown is a critical finding per leaderless partition
+    bare = isr.findings(isr.states_for(tables, {})).toPandas()
+    assert len(bare[(bare.kind == "offline") & (bare.start.map(ms) >= min(shutdowns))]) == leaderless

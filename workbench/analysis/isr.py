@@ -527,14 +527,83 @@ def episodes(states: DataFrame, flag: str) -> DataFrame:
                 "open"))
 
 
-def findings(states: DataFrame, *, flap_threshold: int = 3) -> DataFrame:
+#: Columns of :func:`cluster_stops`.
+STOP_COLUMNS = ("cluster_id", "start", "end", "brokers")
+
+
+def cluster_stops(metadata: DataFrame) -> DataFrame:
+    """Clusters whose log ends with their brokers shut down in order: the cluster was stopped.
+
+    A broker is down from the first record since its last registration or unfencing that puts it
+    in controlled shutdown (``inControlledShutdown``: Kafka's response to SIGTERM while it leads
+    partitions) or fences it (Kafka fences a stopping broker that leads nothing at once, and a
+    crashed one when its session times out). A cluster was stopped when every broker registered
+    at the end of its log (not unregistered) is down there and at least one went down by a
+    controlled shutdown: the stop starts at the first such shutdown, and its brokers are those
+    that went down from then on. A cluster whose brokers were all fenced without any controlled
+    shutdown (killed, cut off) is not in this table, nor is a broker that went down before the
+    stop began (its outage stays an outage).
+
+    Returns
+    -------
+    DataFrame
+        ``cluster_id, start, end`` (the log's last record), ``brokers`` (sorted ids); one row per
+        stopped cluster.
+
+    Examples
+    --------
+    >>> cluster_stops(tables.metadata).show()                              # doctest: +SKIP
+    """
+    from pyspark.sql import functions as F
+
+    require_columns(metadata, ("cluster_id", "record_type", "broker_id", "fenced", "in_controlled_shutdown"),
+                    "cluster_stops")
+    types = ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
+             "UnregisterBrokerRecord")
+    records = ordered_records(metadata).where(~F.col("is_control"))
+    ends = {r["cluster_id"]: r["end"] for r in records.groupBy("cluster_id").agg(F.max("timestamp").alias("end"))
+            .collect()}
+    rows = (records.where(F.col("record_type").isin(*types) & F.col("broker_id").isNotNull())
+            .select("cluster_id", "offset", "seq", "timestamp", "record_type", "broker_id", "fenced",
+                    "in_controlled_shutdown").orderBy("cluster_id", "offset", "seq").collect())
+    # per cluster and broker: [registered, down since, went down by a controlled shutdown]
+    brokers: dict[Any, dict[int, list[Any]]] = {}
+    for r in rows:
+        state = brokers.setdefault(r["cluster_id"], {}).setdefault(r["broker_id"], [True, None, False])
+        kind, at = r["record_type"], r["timestamp"]
+        if kind == "UnregisterBrokerRecord":
+            state[:] = [False, None, False]
+        elif kind == "RegisterBrokerRecord" or r["fenced"] is False:
+            state[:] = [True, None, False]
+        elif r["in_controlled_shutdown"]:
+            state[1], state[2] = state[1] or at, True
+        elif r["fenced"]:
+            state[1] = state[1] or at
+    out = []
+    for cluster, by_broker in brokers.items():
+        alive = [s for s in by_broker.values() if s[0]]
+        if not alive or any(s[1] is None for s in alive) or not any(s[2] for s in alive):
+            continue
+        start = min(s[1] for s in alive if s[2])
+        out.append((cluster, start, ends.get(cluster), sorted(b for b, s in by_broker.items()
+                                                              if s[0] and s[1] >= start)))
+    return metadata.sparkSession.createDataFrame(
+        out, "cluster_id string, start timestamp, end timestamp, brokers array<int>")
+
+
+def findings(states: DataFrame, *, flap_threshold: int = 3, stops: DataFrame | None = None) -> DataFrame:
     """ISR findings: offline and under-min-ISR episodes, and partitions whose ISR flapped.
 
     * ``offline`` (critical): the partition had no leader, from start to end;
     * ``under_min_isr`` (critical): its ISR was smaller than ``min.insync.replicas``: producers
       with ``acks=all`` were refused;
     * ``isr_flapping`` (warning): its ISR shrank at least ``flap_threshold`` times; start and end
-      span the changes.
+      span the changes;
+    * ``cluster_stopped`` (info), with ``stops`` (:func:`cluster_stops`): a cluster's brokers all
+      shut down in order at the end of its log. The offline and under-min-ISR episodes that began
+      with that shutdown and last to the end of the log are its consequence, not an outage: they
+      are told as this one finding (how many partitions it left offline and under min ISR)
+      instead of one critical finding each. Episodes that began before it are kept.
 
     Returns
     -------
@@ -558,18 +627,24 @@ def findings(states: DataFrame, *, flap_threshold: int = 3) -> DataFrame:
         F.lit("offline").alias("kind"), F.lit("critical").alias("severity"), subject.alias("subject"), "start", "end",
         F.concat(name, F.lit(" was offline for "), F.format_string("%.1f", "seconds"), F.lit(" s"), when_text)
         .alias("summary"),
-        F.create_map(F.lit("seconds"), F.col("seconds")).alias("figures"))
+        F.create_map(F.lit("seconds"), F.col("seconds")).alias("figures"), F.col("open").alias("_open"),
+        F.col("topic_id").alias("_topic_id"))
     under = episodes(states, "under_min_isr").select(
         F.lit("under_min_isr").alias("kind"), F.lit("critical").alias("severity"), subject.alias("subject"),
         "start", "end",
         F.concat(name, F.lit(" was under min ISR ("), F.col("min_isr").cast("string"), F.lit(") for "),
                  F.format_string("%.1f", "seconds"), F.lit(" s"), when_text).alias("summary"),
         F.create_map(F.lit("seconds"), F.col("seconds"), F.lit("min_isr"), F.col("min_isr").cast("double"),
-                     F.lit("smallest_isr"), F.col("smallest_isr").cast("double")).alias("figures"))
+                     F.lit("smallest_isr"), F.col("smallest_isr").cast("double")).alias("figures"),
+        F.col("open").alias("_open"), F.col("topic_id").alias("_topic_id"))
     order = Window.partitionBy("topic_id", "partition").orderBy("start", "start_offset")
     changes = (states.withColumn("_prev", F.lag(F.size("isr")).over(order))
                .withColumn("_shrink", F.size("isr") < F.col("_prev"))
                .withColumn("_expand", F.size("isr") > F.col("_prev")))
+    if stops is not None:  # a stopped cluster's last changes are its shutdown, not flapping
+        stop_at = stops.select(F.col("cluster_id").alias("_cluster"), F.col("start").alias("_stop"))
+        changes = (changes.join(stop_at, changes["cluster_id"].eqNullSafe(stop_at["_cluster"]), "left")
+                   .where(F.col("_stop").isNull() | (F.col("start") < F.col("_stop"))))
     flaps = (changes.where(F.col("_shrink") | F.col("_expand"))
              .groupBy("topic", "topic_id", "partition").agg(
                  F.sum(F.col("_shrink").cast("int")).alias("shrinks"),
@@ -582,10 +657,49 @@ def findings(states: DataFrame, *, flap_threshold: int = 3) -> DataFrame:
                               F.lit(" times and expanded "), F.col("expands").cast("string"),
                               F.lit(" times (flapping)")).alias("summary"),
                      F.create_map(F.lit("shrinks"), F.col("shrinks").cast("double"), F.lit("expands"),
-                                  F.col("expands").cast("double")).alias("figures")))
-    out = offline.unionByName(under).unionByName(flaps)
-    return (out.withColumn("area", F.lit("isr")).withColumn("subject_type", F.lit("partition"))
-            .select(*FINDINGS_COLUMNS))
+                                  F.col("expands").cast("double")).alias("figures"), F.lit(False).alias("_open"),
+                     F.col("topic_id").alias("_topic_id")))
+    out = offline.unionByName(under).unionByName(flaps).withColumn("subject_type", F.lit("partition"))
+    if stops is not None:
+        out = _told_as_stops(out, states, stops)
+    return out.withColumn("area", F.lit("isr")).select(*FINDINGS_COLUMNS)
+
+
+def _told_as_stops(found: DataFrame, states: DataFrame, stops: DataFrame) -> DataFrame:
+    """``found`` with the open episodes that a cluster's final shutdown began replaced by one finding per stop."""
+    from pyspark.sql import functions as F
+
+    clusters = states.select("cluster_id", F.col("topic_id").alias("_topic_id")).distinct()
+    stop = stops.select(F.col("cluster_id").alias("_cluster"), F.col("start").alias("_stop"),
+                        F.col("end").alias("_stop_end"), "brokers")
+    tagged = found.join(clusters, "_topic_id", "left")
+    tagged = (tagged.join(stop, tagged["cluster_id"].eqNullSafe(stop["_cluster"]), "left")
+              .withColumn("_by_stop", F.col("kind").isin("offline", "under_min_isr") & F.col("_stop").isNotNull()
+                          & (F.col("start") >= F.col("_stop")) & F.col("_open")))
+    kept = tagged.where(~F.col("_by_stop")).select(*found.columns)
+    by_stop = tagged.where(F.col("_by_stop"))
+    offline = F.countDistinct(F.when(F.col("kind") == "offline", F.col("subject")))
+    under = F.countDistinct(F.when(F.col("kind") == "under_min_isr", F.col("subject")))
+    told = (by_stop.groupBy("cluster_id", "_stop", "_stop_end", "brokers")
+            .agg(offline.alias("_offline"), under.alias("_under"))
+            .select(F.lit("cluster_stopped").alias("kind"), F.lit("info").alias("severity"),
+                    F.coalesce(F.col("cluster_id"), F.lit("unknown")).alias("subject"),
+                    F.col("_stop").alias("start"), F.col("_stop_end").alias("end"),
+                    F.concat(F.lit("The cluster was stopped at the end of the log: "),
+                             F.when(F.size("brokers") == 1, F.lit("broker ")).otherwise(F.lit("brokers ")),
+                             F.array_join("brokers", ", "),
+                             F.lit(" shut down in order (a controlled shutdown, not a crash) from "),
+                             F.date_format("_stop", "yyyy-MM-dd HH:mm:ss"), F.lit(" UTC; "),
+                             F.col("_offline").cast("string"), F.lit(" partitions went offline and "),
+                             F.col("_under").cast("string"),
+                             F.lit(" under min ISR with it (expected of a stopped cluster, not an outage)"))
+                    .alias("summary"),
+                    F.create_map(F.lit("brokers"), F.size("brokers").cast("double"), F.lit("offline_partitions"),
+                                 F.col("_offline").cast("double"), F.lit("under_min_isr_partitions"),
+                                 F.col("_under").cast("double")).alias("figures"),
+                    F.lit("cluster").alias("subject_type"), F.lit(True).alias("_open"),
+                    F.lit(None).cast("string").alias("_topic_id")))
+    return kept.unionByName(told)
 
 
 def static_min_isr(tables: Any, params: Mapping[str, Any]) -> int | dict[str | None, int]:
@@ -671,7 +785,8 @@ def findings_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
     flap = int(params.get("isr_flap_threshold") or 3)
     key = _static_key(static_min_isr(tables, params))
     return tables.derive(f"isr.findings:{flap}:{key}",
-                         lambda: findings(states_for(tables, params), flap_threshold=flap))
+                         lambda: findings(states_for(tables, params), flap_threshold=flap,
+                                          stops=cluster_stops(tables.metadata)))
 
 
 def _area_findings(tables: Any, params: Mapping[str, Any]) -> DataFrame:
