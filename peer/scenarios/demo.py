@@ -85,21 +85,8 @@ def run(ctx: ScenarioContext) -> None:
     remote_dir.mkdir(parents=True, exist_ok=True)
     flag = ctx.work / "remote-storage-down.flag"
     flag.unlink(missing_ok=True)
-    classes = tiered.compile_flaky_storage(ctx)
-    broker_settings = {
-        "remote.log.storage.manager.class.name": tiered.FLAKY_CLASS,
-        "remote.log.storage.manager.class.path": classes,
-        "remote.log.metadata.manager.listener.name": "PLAINTEXT",
-        "remote.log.manager.task.interval.ms": str(TASK_INTERVAL_MS),
-        "remote.log.manager.copy.max.bytes.per.second": str(COPY_QUOTA),
-        "rlmm.config.remote.log.metadata.topic.num.partitions": "1",
-        "rlmm.config.remote.log.metadata.topic.replication.factor": "3",
-        "rsm.config.dir": str(remote_dir),
-        "rsm.config.delete.on.close": "false",
-        "rsm.config.fail.flag": str(flag),
-        "log.retention.check.interval.ms": "3000",
-        "log.segment.delete.delay.ms": "1000",
-    }
+    broker_settings = tiered.flaky_broker_settings(ctx, remote_dir, flag, metadata_replicas=3,
+                                                   task_interval_ms=TASK_INTERVAL_MS, copy_quota=COPY_QUOTA)
     prod = ctx.cluster("prod", controllers=3, brokers=3, settings=SETTINGS, broker_settings=broker_settings)
     dr = ctx.cluster("dr", controllers=1, brokers=0, combined=True, jmx=False, first_id=7,
                      broker_settings={"auto.create.topics.enable": "true"})
@@ -151,11 +138,8 @@ def run(ctx: ScenarioContext) -> None:
     config.write_text(mm2_properties(bs, dst), encoding="utf-8")
     (ctx.bundle.root / "mm2.properties").write_text(config.read_text("utf-8"), "utf-8")
     jmx_port = free_ports(1)[0]
-    mm2_argv = ctx.kafka.java(ctx.kafka.tool_class("mirror-maker"), [str(config)], heap="256m", extra_jvm=[
-        "-Dcom.sun.management.jmxremote", f"-Dcom.sun.management.jmxremote.port={jmx_port}",
-        f"-Dcom.sun.management.jmxremote.rmi.port={jmx_port}", "-Dcom.sun.management.jmxremote.host=127.0.0.1",
-        "-Dcom.sun.management.jmxremote.authenticate=false", "-Dcom.sun.management.jmxremote.ssl=false",
-        "-Djava.rmi.server.hostname=127.0.0.1"])
+    mm2_argv = ctx.kafka.java(ctx.kafka.tool_class("mirror-maker"), [str(config)], heap="256m",
+                              extra_jvm=mm2.jmx_flags(jmx_port))
 
     def start_mm2(n: int) -> Managed:
         child = ctx.background(f"mirror-maker-{n}", mm2_argv)
@@ -163,10 +147,7 @@ def run(ctx: ScenarioContext) -> None:
         return child
 
     def replicated_total() -> int:
-        out = ctx.kafka.run_tool("get-offsets", ["--bootstrap-server", dst, "--topic", f"prod.{TOPIC}",
-                                                 "--time", "-1"], check=False).stdout
-        return sum(int(line.rsplit(":", 1)[-1]) for line in out.splitlines()
-                   if line.startswith("prod.") and line.rsplit(":", 1)[-1].strip().isdigit())
+        return mm2.target_records(ctx, dst, f"prod.{TOPIC}", capture=False)
 
     def groups() -> None:
         ctx.tool("consumer-groups", ["--bootstrap-server", bs, "--describe", "--all-groups"], check=False)

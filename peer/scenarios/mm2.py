@@ -90,6 +90,25 @@ def mm2_properties(source: str, target: str) -> str:
     ])
 
 
+def jmx_flags(port: int) -> list[str]:
+    """JVM flags opening MirrorMaker 2's JMX on 127.0.0.1:``port``, for JmxTool (no auth, no SSL)."""
+    return ["-Dcom.sun.management.jmxremote", f"-Dcom.sun.management.jmxremote.port={port}",
+            f"-Dcom.sun.management.jmxremote.rmi.port={port}", "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+            "-Dcom.sun.management.jmxremote.authenticate=false", "-Dcom.sun.management.jmxremote.ssl=false",
+            "-Djava.rmi.server.hostname=127.0.0.1"]
+
+
+def target_records(ctx: ScenarioContext, bootstrap: str, topic: str, *, capture: bool = True) -> int:
+    """Records on the target's replica ``topic`` (the sum of its partitions' end offsets, from
+    ``kafka-get-offsets``; the output is kept in the bundle unless ``capture`` is false)."""
+    args = ["--bootstrap-server", bootstrap, "--topic", topic, "--time", "-1"]
+    out = (ctx.tool("get-offsets", args, check=False) if capture
+           else ctx.kafka.run_tool("get-offsets", args, check=False).stdout)
+    prefix = f"{topic}:"
+    return sum(int(line.rsplit(":", 1)[-1]) for line in out.splitlines()
+               if line.startswith(prefix) and line.rsplit(":", 1)[-1].strip().isdigit())
+
+
 def run(ctx: ScenarioContext) -> None:
     """Run the MirrorMaker 2 scenario (see the module docstring)."""
     source = ctx.cluster("source", controllers=1, brokers=0, combined=True, jmx=False,
@@ -118,15 +137,7 @@ def run(ctx: ScenarioContext) -> None:
     config.write_text(mm2_properties(src, dst), encoding="utf-8")
     (ctx.bundle.root / "mm2.properties").write_text(config.read_text("utf-8"), "utf-8")
     jmx_port = free_ports(1)[0]
-    jvm = [
-        "-Dcom.sun.management.jmxremote",
-        f"-Dcom.sun.management.jmxremote.port={jmx_port}",
-        f"-Dcom.sun.management.jmxremote.rmi.port={jmx_port}",
-        "-Dcom.sun.management.jmxremote.host=127.0.0.1",
-        "-Dcom.sun.management.jmxremote.authenticate=false",
-        "-Dcom.sun.management.jmxremote.ssl=false",
-        "-Djava.rmi.server.hostname=127.0.0.1",
-    ]
+    jvm = jmx_flags(jmx_port)
     # the same MBeans in Prometheus text, from the JMX exporter javaagent (peer/prometheus.py)
     prom_port = free_ports(1)[0]
     prom_config = ctx.work / "mm2-prometheus.yaml"
@@ -150,10 +161,7 @@ def run(ctx: ScenarioContext) -> None:
 
     def replicated_total() -> int:
         """Records on the target's replica of the topic (kafka-get-offsets, captured too)."""
-        out = ctx.tool("get-offsets", ["--bootstrap-server", dst, "--topic", f"source.{TOPIC}",
-                                       "--time", "-1"], check=False)
-        return sum(int(line.rsplit(":", 1)[-1]) for line in out.splitlines()
-                   if line.startswith("source.") and line.rsplit(":", 1)[-1].strip().isdigit())
+        return target_records(ctx, dst, f"source.{TOPIC}")
 
     started = time.monotonic()
     mm2 = start_mm2(1)

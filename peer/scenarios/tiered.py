@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 from peer.errors import ToolError
 from peer.scenario import ScenarioContext
@@ -131,6 +132,27 @@ def mbeans(topic: str) -> list[str]:
     return names
 
 
+def flaky_broker_settings(ctx: ScenarioContext, remote_dir: Path, flag: Path, *, metadata_replicas: int = 1,
+                          task_interval_ms: int = TASK_INTERVAL_MS, copy_quota: int = COPY_QUOTA) -> dict[str, str]:
+    """A broker's tiered-storage settings: :data:`FLAKY_SOURCE` (compiled here) over Kafka's
+    ``LocalTieredStorage`` in ``remote_dir``, refusing uploads while ``flag`` exists; quick remote
+    log manager tasks, a copy quota and quick local retention, so a short run shows a backlog."""
+    return {
+        "remote.log.storage.manager.class.name": FLAKY_CLASS,
+        "remote.log.storage.manager.class.path": compile_flaky_storage(ctx),
+        "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+        "remote.log.manager.task.interval.ms": str(task_interval_ms),
+        "remote.log.manager.copy.max.bytes.per.second": str(copy_quota),
+        "rlmm.config.remote.log.metadata.topic.num.partitions": "1",
+        "rlmm.config.remote.log.metadata.topic.replication.factor": str(metadata_replicas),
+        "rsm.config.dir": str(remote_dir),
+        "rsm.config.delete.on.close": "false",
+        "rsm.config.fail.flag": str(flag),
+        "log.retention.check.interval.ms": "3000",
+        "log.segment.delete.delay.ms": "1000",
+    }
+
+
 def compile_flaky_storage(ctx: ScenarioContext) -> str:
     """Compile :data:`FLAKY_SOURCE` against the release; returns the class directory."""
     src = ctx.work / "rsm-src"
@@ -156,21 +178,7 @@ def run(ctx: ScenarioContext) -> None:
     remote_dir.mkdir(parents=True, exist_ok=True)
     flag = ctx.work / "remote-storage-down.flag"
     flag.unlink(missing_ok=True)
-    classes = compile_flaky_storage(ctx)
-    broker_settings = {
-        "remote.log.storage.manager.class.name": FLAKY_CLASS,
-        "remote.log.storage.manager.class.path": classes,
-        "remote.log.metadata.manager.listener.name": "PLAINTEXT",
-        "remote.log.manager.task.interval.ms": str(TASK_INTERVAL_MS),
-        "remote.log.manager.copy.max.bytes.per.second": str(COPY_QUOTA),
-        "rlmm.config.remote.log.metadata.topic.num.partitions": "1",
-        "rlmm.config.remote.log.metadata.topic.replication.factor": "1",
-        "rsm.config.dir": str(remote_dir),
-        "rsm.config.delete.on.close": "false",
-        "rsm.config.fail.flag": str(flag),
-        "log.retention.check.interval.ms": "3000",
-        "log.segment.delete.delay.ms": "1000",
-    }
+    broker_settings = flaky_broker_settings(ctx, remote_dir, flag)
     # Controllers validate topic configs, so they must know tiered storage is enabled too.
     settings = {"remote.log.storage.system.enable": "true"}
     cluster = ctx.cluster("tiered", controllers=1, brokers=1, settings=settings,
