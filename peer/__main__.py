@@ -38,10 +38,11 @@ def _log(msg: str) -> None:
 
 
 def write_demo(out: Path, version: str = DEFAULT_VERSION) -> Path:
-    """Write the isr bundle, the shipped demo bundle, to ``out`` (a directory, or a ``.tar.gz`` file).
+    """Write the ``demo`` scenario's bundle, the shipped demo bundle, to ``out`` (a directory, or a ``.tar.gz`` file).
 
-    The ``demo`` scenario (one incident across all five areas) is built by ``scenarios --only
-    demo``; it becomes the shipped demo once the findings of all five areas on it are quick.
+    One incident across all five areas (``peer/scenarios/demo.py``). The archive is written as
+    ``workbench/data/demo-bundle.tar.gz`` is: the bundle's files at its root, in name order, owned
+    by 0:0, with one fixed modification time (so the archive changes only when the files do).
 
     Parameters
     ----------
@@ -55,19 +56,29 @@ def write_demo(out: Path, version: str = DEFAULT_VERSION) -> Path:
     Path
         ``out``.
     """
-    source = build("isr", version, log=_log)
+    source = build("demo", version, log=_log)
     if out.name.endswith(".tar.gz"):
         out.parent.mkdir(parents=True, exist_ok=True)
+
+        def normalise(info: tarfile.TarInfo) -> tarfile.TarInfo:
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mtime = _ARCHIVE_MTIME
+            return info
+
         with tarfile.open(out, "w:gz") as tar:
             for path in sorted(source.rglob("*")):
                 if path.name == ".complete":
                     continue
-                tar.add(path, arcname=(Path("isr") / path.relative_to(source)).as_posix(),
-                        recursive=False)
+                tar.add(path, arcname=path.relative_to(source).as_posix(), recursive=False, filter=normalise)
         return out
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(source, out, ignore=shutil.ignore_patterns(".complete"))
     return out
+
+
+#: The modification time of every member of the demo archive (2026-01-01 UTC).
+_ARCHIVE_MTIME = 1767225600
 
 
 def _build_in_parallel(wanted: list[tuple[str, str]], args: argparse.Namespace) -> int:
@@ -115,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                            "machine can miss a timing bound once); default 2")
     p_sc.add_argument("--jobs", type=int, default=1,
                       help="builds run at once, each in its own process; default 1")
-    p_demo = sub.add_parser("demo", help="write the small isr demo bundle")
+    p_demo = sub.add_parser("demo", help="write the demo bundle (one incident across all five areas)")
     p_demo.add_argument("--out", required=True, type=Path)
     p_demo.add_argument("--version", default=DEFAULT_VERSION, choices=list(VERSIONS))
     args = parser.parse_args(argv)

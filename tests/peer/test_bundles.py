@@ -281,8 +281,14 @@ def test_demo_bundle_holds_an_incident_in_every_area(bundle_for, tmp_path) -> No
     rlmm = dump_text(bundle, "nodes/4/logs/__remote_log_metadata-*/*.log.txt")
     assert rlmm.count("COPY_SEGMENT_STARTED") > rlmm.count("COPY_SEGMENT_FINISHED") > 0
     assert list((bundle / "remote").rglob("*.log"))
-    # small enough to ship: a few MB as .tar.gz
-    archive = tmp_path / "demo.tar.gz"
-    with tarfile.open(archive, "w:gz") as tar:
-        tar.add(bundle, arcname="demo")
+    # `python -m peer demo` writes it as workbench/data ships it: small, every file at the root,
+    # owner 0:0 and one modification time (the archive changes only when the files do)
+    from peer.__main__ import write_demo
+
+    archive = write_demo(tmp_path / "demo.tar.gz")
     assert archive.stat().st_size < 3 * 1000 * 1000
+    with tarfile.open(archive) as tar:
+        members = tar.getmembers()
+    files = [p.relative_to(bundle).as_posix() for p in sorted(bundle.rglob("*")) if p.name != ".complete"]
+    assert [m.name for m in members] == files
+    assert {(m.uid, m.gid, m.mtime) for m in members} == {(0, 0, members[0].mtime)}
