@@ -63,9 +63,9 @@ def timed_read(data: bytes, repeat: int) -> tuple[float, int, int, int]:
     counted = [0]
     crc32c_real, crc32_real = batch_module._crc32c, batch_module._crc32
 
-    def crc32c_counting(b):
+    def crc32c_counting(b, *args):
         counted[0] += len(b)
-        return crc32c_real(b)
+        return crc32c_real(b, *args)
 
     def crc32_counting(b, *args):
         counted[0] += len(b)

@@ -231,9 +231,9 @@ def crc_work(monkeypatch):
     counted = [0]
     crc32c_real, crc32_real = batch_module._crc32c, batch_module._crc32
 
-    def crc32c_counting(data):
+    def crc32c_counting(data, *args):
         counted[0] += len(data)
-        return crc32c_real(data)
+        return crc32c_real(data, *args)
 
     def crc32_counting(data, *args):
         counted[0] += len(data)
@@ -271,14 +271,40 @@ def test_mostly_zero_garbage_with_sparse_magic_bytes(crc_work):
 
 def test_a_long_run_of_crafted_headers_loses_no_batch_after_it(crc_work):
     """3000 crafted cycles hold thousands of misaligned plausible candidates whose lengths fit in
-    the file: they use up the first pool of checksum work; the batches after them are still found
-    (a candidate followed by a header is checked from the second pool) and the work stays bounded."""
+    the file (about 100 kB each, 600 MB in all): each is checked, from the running CRC, and the
+    batches after them are found with each byte checksummed a few times at most."""
     data, positions, _ = make_segment()
     damaged = crafted(3000, data, positions[4])
     batches, problems = read(damaged)
     assert [b.base_offset for b in batches] == [b.base_offset for b in read(data)[0]]
     assert kinds(problems) == [(positions[4], "unknown_magic")]
-    assert crc_work[0] <= 2 * (256 << 20) + 2 * len(damaged)
+    assert crc_work[0] <= 4 * len(damaged), crc_work[0]
+
+
+@pytest.mark.parametrize("cycles", [6000])
+def test_a_run_of_crafted_headers_too_long_for_any_work_budget_loses_no_batch(crc_work, tmp_path, cycles):
+    """6000 cycles: their candidates claim 1.2 GB of checksum between them. The reader that
+    checked each candidate's bytes gave up after two pools of 256 MiB and lost the 8 batches after
+    the run (one ``unknown_magic`` saying "no further batch found"); the running CRC checks every
+    candidate in work proportional to the file, and the compiled scan of the ``batches`` table,
+    which hands damage to this reader, finds them too."""
+    from workbench.formats.fastscan import scan_batch_columns
+
+    data, positions, _ = make_segment()
+    damaged = crafted(cycles, data, positions[4])
+    batches, problems = read(damaged)
+    clean = read(data)[0]
+    assert [b.base_offset for b in batches] == [b.base_offset for b in clean]
+    assert [b.position for b in batches[4:]] == [p + len(damaged) - len(data) for p in positions[4:]]
+    assert kinds(problems) == [(positions[4], "unknown_magic")]
+    assert "skipped to the next batch at byte" in problems[0].detail
+    assert crc_work[0] <= 4 * len(damaged), crc_work[0]
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(damaged)
+    log = ProblemLog(str(path))
+    scanned = [int(x) for piece in scan_batch_columns(path, str(path), problems=log) for x in piece["position"]]
+    assert scanned == [b.position for b in batches]
+    assert [(p.position, p.kind) for p in log.problems] == kinds(problems)
 
 
 # --------------------------------------------------------------------------------------------

@@ -126,9 +126,9 @@ class CrcWork:
         self._real = (batch_module._crc32c, batch_module._crc32)
         crc32c_real, crc32_real = self._real
 
-        def crc32c_counting(data):
+        def crc32c_counting(data, *args):
             self.bytes += len(data)
-            return crc32c_real(data)
+            return crc32c_real(data, *args)
 
         def crc32_counting(data, *args):
             self.bytes += len(data)

@@ -48,6 +48,7 @@ import crc32c as _crc32c_lib
 
 from workbench.errors import ConfigError
 from workbench.formats.compression import CODEC_IDS, CODEC_NAMES, CodecError, compress, decompress
+from workbench.formats.crcrange import CRC32, CRC32C, CrcRange
 from workbench.formats.problems import ProblemLog
 
 __all__ = [
@@ -67,7 +68,6 @@ MAX_BATCH_BYTES = 128 << 20
 
 CHUNK_SIZE = 4 << 20  # bytes read from the file at a time
 _SCAN_WINDOW = 1 << 20  # bytes examined per step while resynchronising
-_VERIFY_BUDGET = 256 << 20  # bytes CRC-checked per resynchronisation and pool (see _verify), at most
 
 _V2 = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 header
 _LOG_HDR = struct.Struct(">qi")
@@ -263,10 +263,12 @@ def batch_columns(batches: Iterable[Batch]) -> dict[str, list[Any]]:
 class _Reader:
     """Forward-only window over a binary file: ``view(pos, n)`` makes ``[pos, pos+n)`` available."""
 
-    __slots__ = ("f", "base", "buf", "mv", "eof", "size")
+    __slots__ = ("f", "base", "buf", "mv", "eof", "size", "ranges")
 
     def __init__(self, f: BinaryIO, start: int) -> None:
         self.f = f
+        #: Running CRC-32C and CRC-32 of the bytes resynchronisation checks (see _verify).
+        self.ranges = (CrcRange(CRC32C), CrcRange(CRC32))
         self.buf = bytearray()
         self.mv = memoryview(self.buf)
         self.eof = False
@@ -338,8 +340,14 @@ class _Reader:
 # resynchronisation
 
 
-def _verify(r: _Reader, cand: int, budget: list[int]) -> bool:
-    """Is there a complete batch at ``cand`` whose structure and checksum are valid?"""
+def _verify(r: _Reader, cand: int) -> bool:
+    """Is there a complete batch at ``cand`` whose structure and checksum are valid?
+
+    The checksum comes from the reader's running CRC (:class:`~workbench.formats.crcrange.CrcRange`):
+    a run of plausible headers, crafted or unlucky, each claiming megabytes that the file holds,
+    costs each byte of the run one checksum, not one per candidate covering it, so every candidate
+    is checked and the batches after such a run are found.
+    """
     buf, mv, off = r.view(cand, V2_HEADER_SIZE)
     avail = len(buf) - off
     if avail < _CANDIDATE_LEN:
@@ -361,36 +369,15 @@ def _verify(r: _Reader, cand: int, budget: list[int]) -> bool:
         if attrs & 7 > 3 or (magic == 0 and attrs & 0xF8) or length < hdr - 4:
             return False
         stored = _U32.unpack_from(buf, off + 12)[0]
-    pool = 0
-    if size > budget[0]:
-        # The first pool is spent (a run of plausible headers: crafted or unlucky bytes). From here on
-        # only a candidate whose end meets a header, zeros or the end of the file is checksummed, from
-        # the second pool, so the batches after such a run are still found, in bounded work.
-        if size > budget[1]:
-            return False
-        buf, mv, off = r.view(cand, size + _CANDIDATE_LEN)
-        if len(buf) - off < size or not _chained(buf, off + size):
-            return False
-        pool = 1
-    budget[pool] -= size
     buf, mv, off = r.view(cand, size)
     if len(buf) - off < size:
         return False
+    base = r.base
     if magic == 2:
-        return _crc32c(mv[off + 21 : off + size]) == stored
-    if _crc32(mv[off + 16 : off + size]) != stored:
+        return r.ranges[0].crc(mv, base, cand + 21, cand + size, _crc32c) == stored
+    if r.ranges[1].crc(mv, base, cand + 16, cand + size, _crc32) != stored:
         return False
     return _legacy_layout_ok(buf, off, size, hdr)
-
-
-def _chained(buf: bytes | bytearray, p: int) -> bool:
-    """Do the bytes at ``p`` hold the end of the file, a zero run or a plausible batch header?"""
-    rest = buf[p : p + _CANDIDATE_LEN]
-    if len(rest) < 17:
-        return True
-    if rest[:17] == _ZERO17:
-        return True
-    return _CANDIDATE.match(buf, p) is not None or (len(rest) < _CANDIDATE_LEN and rest[16] <= 2)
 
 
 def _legacy_layout_ok(buf: bytes | bytearray, off: int, size: int, hdr: int) -> bool:
@@ -408,7 +395,6 @@ def _legacy_layout_ok(buf: bytes | bytearray, off: int, size: int, hdr: int) -> 
 
 def _scan(r: _Reader, frm: int, limit: int | None) -> int | None:
     """Position of the first verifiable batch at or after ``frm`` and before ``limit``."""
-    budget = [_VERIFY_BUDGET, _VERIFY_BUDGET]  # any candidate; then only candidates followed by a header
     q = frm
     while limit is None or q < limit:
         buf, _, off = r.view(q, _SCAN_WINDOW)
@@ -429,7 +415,7 @@ def _scan(r: _Reader, frm: int, limit: int | None) -> int | None:
         cand = r.base + m.start()
         if limit is not None and cand >= limit:
             return None
-        if _verify(r, cand, budget):
+        if _verify(r, cand):
             return cand
         q = cand + 1
     return None
@@ -512,9 +498,11 @@ def read_batches(
       verifiable batch starts inside the declared extent, reading resumes there);
     * unknown codec bits are reported (``unknown_codec``) and the batch yielded.
 
-    Resynchronisation scans at C speed (a compiled pattern), CRC-checks at most 256 MiB of
-    candidates per run, and reads at most one batch beyond the scan window, so it cannot hang
-    or blow up on garbage.
+    Resynchronisation scans at C speed (a compiled pattern), checksums each byte it examines
+    once however many candidate headers claim it (a running CRC gives any candidate's checksum
+    from two kept values: :mod:`workbench.formats.crcrange`), and reads at most one batch beyond
+    the scan window, so its work grows with the file, not with the candidates, and no readable
+    batch after a run of plausible headers is lost.
 
     Parameters
     ----------
