@@ -10,13 +10,15 @@ JmxTool CSV, Prometheus text, ``server.properties``, ``meta.properties``, ``mani
 are written with a valid CRC, so the value reaches the table instead of stopping at the checksum.
 
 Every variant goes through what ``workbench report`` computes, in one process and one Spark
-session (:func:`run_corpus`): the bundle is opened, every table is built, the problems table
-read, and every area whose input tables the bad value reached computes its findings and key
-figures (the other areas read exactly the clean bundle's rows, which the run checks table by
-table). A variant passes when nothing raised, a ``problems`` row names the file, the position
-(where the format has one) and the raw bad value, every table's rows outside the touched file
-position equal the clean bundle's, and every finding about another subject (partition, node,
-group, ...) equals the clean bundle's.
+session (:func:`run_corpus`): the bundle is opened, the rows of the report's problems appendix
+read first, before any table was built (``inv.tables.problems`` ordered and cut as the appendix
+shows it: the problems of every table the bundle has files for, whatever the sections read),
+then the tables built, and every area whose input tables the bad value reached computes its
+findings and key figures (the other areas read exactly the clean bundle's rows, which the run
+checks table by table). A variant passes when nothing raised, a row of the appendix names the
+file, the position (where the format has one) and the raw bad value, every table's rows outside
+the touched file position equal the clean bundle's, and every finding about another subject
+(partition, node, group, ...) equals the clean bundle's.
 
 ``python benchmarks/bad_value_corpus.py [--only SUBSTRING] [--limit N]`` runs the whole corpus
 and prints one JSON line: variants, passed, failed (with reasons), counts by reader and kind, and
@@ -547,6 +549,11 @@ def sample(variants: list[Variant], n: int = 24) -> list[Variant]:
 # running: one Spark session, every variant through what the report computes
 
 
+#: Rows of the problems appendix of the report (``notebooks/incident_report.py`` and
+#: ``00_overview.py``: ``inv.tables.problems.orderBy("path", "position").limit(50)``).
+APPENDIX_ROWS = 50
+
+
 @dataclass
 class Outcome:
     """What running one bundle gave."""
@@ -557,6 +564,15 @@ class Outcome:
     figures: dict[str, dict]
     areas_read: dict[str, set[str]] = field(default_factory=dict)
     seconds: float = 0.0
+    appendix: list[dict] = field(default_factory=list)
+    """The rows the report's problems appendix shows, read before any section built a table."""
+
+
+def appendix_problems(inv: Any) -> tuple[list[dict], list[dict]]:
+    """Every problem of the investigation's bundle, and the rows of them the report's appendix shows."""
+    frame = inv.tables.problems
+    shown = [r.asDict() for r in frame.orderBy("path", "position").limit(APPENDIX_ROWS).collect()]
+    return [r.asDict() for r in frame.collect()], shown
 
 
 def _plain(value: Any) -> Any:
@@ -608,10 +624,10 @@ def run_bundle(spark: Any, path: Path, *, tables: set[str] | None = None, areas:
 
     t0 = time.monotonic()
     inv = open_investigation(str(path), spark=spark, params={"report": True})
-    for name in table_specs():  # every table (the problems of all), or those asked for when no area runs
+    problems, appendix = appendix_problems(inv)  # before anything is built: the appendix must not need it
+    for name in table_specs():  # every table, or those asked for when no area runs
         if tables is None or areas is None or areas or name in tables:
             _ = inv.tables[name].columns
-    problems = [r.asDict() for r in inv.tables.problems.collect()]
     kept = {name: _rows(inv.tables[name]) for name in table_specs() if tables is None or name in tables}
     findings: dict[str, list[dict]] = {}
     figures: dict[str, dict] = {}
@@ -628,7 +644,7 @@ def run_bundle(spark: Any, path: Path, *, tables: set[str] | None = None, areas:
                 findings[name] = []
             figures[name] = area.key_figures(inv.tables, inv.params) if area.key_figures else {}
         read[name] = seen
-    out = Outcome(kept, problems, findings, figures, read, time.monotonic() - t0)
+    out = Outcome(kept, problems, findings, figures, read, time.monotonic() - t0, appendix)
     _close(spark, inv)
     return out
 
@@ -704,6 +720,9 @@ def check_variant(spark: Any, v: Variant, clean: Outcome, bundle: Path, work: Pa
     if not named:
         shown = [(p["path"].replace(str(dst) + "/", ""), p["position"], p["kind"], p["detail"][:120]) for p in new]
         reasons.append(f"no problem names {v.path}@{v.position} and {v.raw!r}; new problems: {shown[:4]}")
+    elif not any(p in got.appendix for p in named):
+        reasons.append(f"the problem naming {v.raw!r} is not among the {len(got.appendix)} rows the report's "
+                       f"appendix shows")
     for name, (columns, rows) in got.tables.items():
         before = [_rebase(r, str(bundle), str(dst)) for r in clean.tables[name][1]]
         def of_file(r: tuple) -> bool:  # the inventory names files relative to the bundle

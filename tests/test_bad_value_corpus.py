@@ -6,9 +6,11 @@ segment batches, ``__consumer_offsets`` commits, JmxTool CSV, Prometheus text, p
 ``manifest.json``, ``quorum-state``, snapshots, tool captures), binary values written with a valid
 CRC. Here a fixed sample of it, holding every reader and every kind of bad value, runs in this
 session's Spark: each variant must load without an error, name the file, its position and the raw
-value in a ``problems`` row, and leave every row of every table it reaches identical to the clean
-bundle's outside the touched row. The whole corpus, with every affected area's findings compared
-subject by subject, is ``python benchmarks/bad_value_corpus.py``.
+value in a row of the report's problems appendix (``inv.tables.problems`` as the appendix orders
+and cuts it, read before any table was built, so a file no report section reads, such as a
+``kafka-topics --describe`` capture, is in it too), and leave every row of every table it
+reaches identical to the clean bundle's outside the touched row. The whole corpus, with every
+affected area's findings compared subject by subject, is ``python benchmarks/bad_value_corpus.py``.
 """
 
 from __future__ import annotations

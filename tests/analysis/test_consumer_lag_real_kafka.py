@@ -73,8 +73,13 @@ def dumped(bundle):
 
 
 def test_bundle_reads_without_problems(bundle):
+    """Every file reads to its end. The bundle's problems hold Kafka's own answer and nothing else:
+    the scenario describes the group whose offsets it let expire, and the tool says it is gone."""
     *_, tables = bundle
-    assert tables.problems.collect() == []
+    problems = tables.problems.collect()
+    assert len(problems) <= 1, problems
+    assert all(p.kind == "tool_message" and "kafka-consumer-groups" in p.path and "stopped" in p.detail
+               for p in problems), problems
 
 
 def test_every_codec_and_several_segments_are_covered(lags, dumped):

@@ -25,7 +25,8 @@ def test_metadata_timestamps_beyond_range_are_null_with_a_problem(spark, tmp_pat
     rows = tables.metadata.select("offset", "timestamp").orderBy("offset").toPandas()  # converts: no overflow
     assert list(rows["offset"]) == [0, 1, 2, 3]
     assert [t is None or t != t for t in rows["timestamp"]] == [False, True, True, False]
-    problems = tables.problems.select("path", "position", "kind", "detail").orderBy("position").collect()
+    # the metadata table's (the batches table reports the batches' max timestamps besides)
+    problems = tables.problems_of("metadata").select("path", "position", "kind", "detail").orderBy("position").collect()
     assert [(p["path"], p["position"], p["kind"]) for p in problems] == [
         (str(path), w.positions[1], "out_of_range"), (str(path), w.positions[2], "out_of_range")]
     assert f"timestamp {2**62} ms is outside" in problems[0]["detail"]
@@ -45,9 +46,11 @@ def test_jmx_csv_out_of_range_rows_load_and_convert(spark, tmp_path):
         (3, "out_of_range"), (4, "out_of_range"), (5, "out_of_range")]
 
 
-def _problems(tables):
+def _problems(tables, table=None):
+    """Every problem of the bundle, or one table's."""
+    frame = tables.problems if table is None else tables.problems_of(table)
     return sorted((p["path"], p["position"], p["kind"], p["detail"])
-                  for p in tables.problems.select("path", "position", "kind", "detail").collect())
+                  for p in frame.select("path", "position", "kind", "detail").collect())
 
 
 def test_metadata_ids_and_epochs_beyond_what_kafka_writes_are_null_with_a_problem(spark, tmp_path):
@@ -67,8 +70,8 @@ def test_metadata_ids_and_epochs_beyond_what_kafka_writes_are_null_with_a_proble
     got = [tuple(r) for r in tables.metadata.orderBy("offset").select(
         "offset", "leader_epoch", "partition", "leader").collect()]
     assert got == [(0, 1, 0, 1), (1, None, None, None), (2, 1, 0, -2)]  # -2: the leader did not change
-    assert [(p[1], p[2]) for p in _problems(tables)] == [(w.positions[1], "out_of_range")] * 3
-    assert {p[3].split(": ", 1)[1].split(" is ")[0] for p in _problems(tables)} == {
+    assert [(p[1], p[2]) for p in _problems(tables, "metadata")] == [(w.positions[1], "out_of_range")] * 3
+    assert {p[3].split(": ", 1)[1].split(" is ")[0] for p in _problems(tables, "metadata")} == {
         "PartitionChangeRecord leader_epoch -5", "PartitionChangeRecord partition -3",
         "PartitionChangeRecord leader -7"}
 

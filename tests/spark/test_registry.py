@@ -1,4 +1,4 @@
-"""The table registry: tables built on first use, each file decoded once, problems of what was built."""
+"""The table registry: tables built on first use, each file decoded once, problems of every file."""
 
 from __future__ import annotations
 
@@ -74,10 +74,10 @@ def test_a_table_nobody_asks_for_is_never_read(spark, tmp_path, counted):
     a, b = make_bundle(tmp_path)
     tables = workbench.load(workbench.open_bundle(tmp_path), spark)
     assert isinstance(tables, Tables)
-    # other tables and problems, evaluated: the counted table's files are not opened
+    # other tables, evaluated: the counted table's files are not opened
     assert tables.batches.count() == 1
-    tables.problems.collect()
     tables.inventory.collect()
+    tables.problems_of("batches").collect()
     assert (reads(a), reads(b)) == (0, 0)
     assert "counted" not in tables.built
 
@@ -94,16 +94,41 @@ def test_rows_and_problems_come_from_one_read_of_each_file(spark, tmp_path, coun
     assert (reads(a), reads(b)) == (1, 1)
 
 
-def test_problems_hold_what_was_built_so_far(spark, tmp_path, counted):
-    a, _b = make_bundle(tmp_path)
+def test_problems_hold_every_table_with_files_whatever_was_built_before(spark, tmp_path, counted):
+    """A report's appendix asks for the problems last, and only some tables were read by its
+    sections: the problems still name a bad line in a file no section read, from the read the
+    table's rows then come from; tables without files and the records table are not read."""
+    a, b = make_bundle(tmp_path)
     tables = workbench.load(workbench.open_bundle(tmp_path), spark)
-    assert tables.problems.count() == 0
-    tables.batches  # noqa: B018 - building it is the point
-    kinds = {(r.path.endswith(".log"), r.kind) for r in tables.problems.collect()}
-    assert kinds and all(is_log for is_log, _ in kinds)
-    tables.counted  # noqa: B018
-    assert (str(a), "decode_error") in {(r.path, r.kind) for r in tables.problems.collect()}
-    assert tables.built == ("batches", "counted")
+    assert "counted" in tables.with_files() and "batches" in tables.with_files()
+    assert not {"metrics", "offsets", "quorum", "records", "inventory"} & set(tables.with_files())
+    got = {(r.path, r.kind) for r in tables.problems.collect()}
+    assert (str(a), "decode_error") in got
+    assert any(path.endswith(".log") for path, _ in got)  # the segment's garbage tail, from batches
+    assert set(tables.built) == set(tables.with_files())
+    assert tables.counted.count() == 3
+    assert (reads(a), reads(b)) == (1, 1)  # the problems' read is the rows' read
+    assertDataFrameEqual(tables.problems, tables.problems)  # asking again reads nothing again
+    assert (reads(a), reads(b)) == (1, 1)
+
+
+def test_a_table_that_cannot_be_built_is_a_problem_not_an_error(spark, tmp_path, counted):
+    from workbench.spark.registry import register_table
+
+    def refuse(ctx):
+        raise ConfigError("this table refuses")
+
+    register_table("refusing", row="nothing (test table)", schema="node_id int", kinds=("tool_output",), build=refuse)
+    try:
+        make_bundle(tmp_path)
+        tables = workbench.load(workbench.open_bundle(tmp_path), spark)
+        got = [(r.kind, r.detail) for r in tables.problems.collect() if r.kind == "table_error"]
+        assert got == [("table_error", "table refusing not read: this table refuses")]
+        strict = workbench.load(workbench.open_bundle(tmp_path), spark, strict=True)
+        with pytest.raises(ConfigError, match="refuses"):
+            strict.problems  # noqa: B018
+    finally:
+        unregister_table("refusing")
 
 
 def test_a_large_read_is_written_to_parquet_once_with_the_same_rows_and_problems(spark, tmp_path, counted):

@@ -10,7 +10,9 @@ no central list, and asking for one table never decodes the others.
 
 A table read from files is read once per :class:`Tables`: the read is persisted (memory, then
 disk) and split into the table's rows and the problems met reading them; ``tables.problems``
-is the union of the bundle's discovery problems and the problems of every table built so far.
+is the union of the bundle's discovery problems and the problems of every table the bundle has
+files for (each read once, shared with the table's rows; the ``records`` table, too large to
+keep, only once something built it: ``batches`` checks the framing and checksum of its files).
 A read of at least ``materialize_bytes`` of files (256 MiB) is written once as Parquet to a scratch
 directory (:func:`scratch_root`) and read back instead: Spark's columnar cache ran a 1 GiB heap
 out caching 10 M metadata records, while the Parquet copy keeps memory flat in the log's size.
@@ -307,8 +309,8 @@ class Tables(Mapping[str, "DataFrame"]):
     """The tables of one bundle, built on first use (``tables["offsets"]`` or ``tables.offsets``).
 
     Iterating gives every registered table's name plus ``problems``; only the tables actually
-    asked for are read. ``problems`` is computed afresh at each access from the tables built so
-    far, so ask for it last (a report's appendix does).
+    asked for are read, and ``problems``, which asks for every table the bundle has files for
+    (:meth:`with_files`: a problem is the bundle's, whichever sections ran before).
 
     Examples
     --------
@@ -393,12 +395,47 @@ class Tables(Mapping[str, "DataFrame"]):
         built = self._build(name)
         return built.problems if built.problems is not None else self.spark.createDataFrame([], PROBLEMS_SCHEMA)
 
+    def with_files(self) -> tuple[str, ...]:
+        """Names of the tables that read files of this bundle and have some to read (what
+        :attr:`problems` builds), in name order.
+
+        A table without artifact kinds (derived from other tables) reads no file. A table whose
+        read is not kept (``persist=False``: ``records``, every record of every data segment) is
+        left out until something builds it: reading it only for its problems would decode every
+        record, and ``batches`` reads the same files (framing, lengths, checksums) anyway.
+        """
+        out = []
+        for name, spec in table_specs().items():
+            if not spec.kinds or (not spec.persist and name not in self._built):
+                continue
+            if spec.source is not None:
+                chosen = spec.select(self.bundle) if spec.select else self.bundle.of_kind(*spec.kinds)
+            else:
+                chosen = self.bundle.of_kind(*spec.kinds)
+            if chosen:
+                out.append(name)
+        return tuple(out)
+
     @property
     def problems(self) -> DataFrame:
-        """Discovery problems and the problems of every table built so far (rows of ``PROBLEMS_SCHEMA``)."""
+        """Every problem of the bundle (rows of ``PROBLEMS_SCHEMA``): discovery problems, and the
+        problems of every table built so far and of every table the bundle has files for
+        (:meth:`with_files`; built now if need be, so a report's appendix lists a bad value in a
+        file no section read). A table whose build fails adds one ``table_error`` row naming it
+        (raised in strict mode)."""
+        from workbench.errors import WorkbenchError
+
+        failed = []
+        for name in self.with_files():
+            try:
+                self._build(name)
+            except WorkbenchError as exc:
+                if self.options.get("strict"):
+                    raise
+                failed.append((-1, str(self.bundle.root), None, "table_error", f"table {name} not read: {exc}"))
         out = self.spark.createDataFrame(
-            [(-1, p.path, p.position, p.kind, p.detail) for p in self.bundle.problems], PROBLEMS_SCHEMA)
-        for built in self._built.values():
+            [(-1, p.path, p.position, p.kind, p.detail) for p in self.bundle.problems] + failed, PROBLEMS_SCHEMA)
+        for built in list(self._built.values()):
             if built.problems is not None:
                 out = out.unionByName(built.problems)
         return out.dropDuplicates()
