@@ -171,10 +171,7 @@ elif not inv.report:
 
 # %%
 if tier_data and len(reported_pd):
-    cmp = tier_analysis.compare(tier_analysis.backlog_series(inv.tables, inv.params),
-                                tier_analysis.reported(inv.tables.metrics),
-                                interval_ms=tier_analysis.task_interval_ms(inv.tables))
-    differ = cmp.where("reason != 'agree'").toPandas()
+    differ = tier_analysis.comparison(inv.tables, inv.params).where("reason != 'agree'").toPandas()
     display(HTML(table_html(differ, limit=200, empty="Every sample of Kafka's gauges agrees with the computed value.")))
 
 # %% [markdown]

@@ -941,8 +941,24 @@ def _broker_episodes(part_eps: DataFrame, rolled: DataFrame, what: str) -> DataF
                         "parts", F.col("failed_copies").cast("long"), "peak_segments", "peak_bytes", "peak_records")
 
 
+def comparison(tables: Any, params: Mapping[str, Any] | None = None) -> DataFrame | None:
+    """:func:`compare` of the bundle's :func:`backlog_series` with Kafka's own gauges
+    (:func:`reported`), computed once per bundle; ``None`` when the bundle has no gauge samples.
+
+    Examples
+    --------
+    >>> comparison(tables).where("reason != 'agree'").show()          # doctest: +SKIP
+    """
+    samples = reported(tables["metrics"])
+    if not samples.limit(1).count():
+        return None
+    p = dict(params or {})
+    return tables.derive("tier.compare", lambda: compare(backlog_series(tables, p), samples,
+                                                         interval_ms=task_interval_ms(tables)))
+
+
 def findings(tables: Any, params: Mapping[str, Any] | None = None) -> DataFrame:
-    """Tiered-storage findings of a bundle.
+    """Tiered-storage findings of a bundle (computed once per bundle and parameters).
 
     * ``upload_backlog`` (warning): uploads on a broker stayed behind longer than the backlog
       threshold (:func:`backlog_threshold_s`); the peak in segments, bytes and records, and the
@@ -962,11 +978,15 @@ def findings(tables: Any, params: Mapping[str, Any] | None = None) -> DataFrame:
     DataFrame
         Rows of :data:`workbench.analysis.findings.FINDINGS_SCHEMA` (area ``tier``).
     """
+    p = dict(params or {})
+    return tables.derive(f"tier.findings:{sorted(p.items())!r}", lambda: _findings(tables, p))
+
+
+def _findings(tables: Any, p: dict[str, Any]) -> DataFrame:
     from pyspark.sql import functions as F
 
     from workbench.analysis.findings import FINDINGS_COLUMNS, FINDINGS_SCHEMA, empty_findings
 
-    p = dict(params or {})
     spark = tables.spark
     out = empty_findings(spark)
     topics = _tiered_topics_of(tables)
@@ -1058,9 +1078,8 @@ def findings(tables: Any, params: Mapping[str, Any] | None = None) -> DataFrame:
                  F.lit(": "), F.col("evidence")).alias("summary"),
         F.create_map(F.lit("records"), F.col("records").cast("double"), F.lit("bytes"),
                      F.col("bytes").cast("double")).alias("figures")))
-    samples = reported(tables["metrics"])
-    if samples.limit(1).count():
-        cmp = compare(series, samples, interval_ms=task_interval_ms(tables))
+    cmp = comparison(tables, p)
+    if cmp is not None:
         bad = cmp.where(F.col("reason") == "unexplained").groupBy("metric", "broker").agg(
             F.count("*").alias("n"), F.min("time").alias("start"), F.max("time").alias("end"),
             F.first("note").alias("example"))
@@ -1136,9 +1155,9 @@ def _key_figures(tables: Any, params: Mapping[str, Any]) -> dict[str, Any]:
     counts = att.groupBy("outcome").count().collect()
     row.update({f"copies_{r['outcome']}": r["count"] for r in counts})
     row["gap_ranges"] = gaps(segment_history(tables, params)).count()
-    samples = reported(tables["metrics"])
-    if samples.limit(1).count():
-        reasons = compare(series, samples, interval_ms=task_interval_ms(tables)).groupBy("reason").count().collect()
+    cmp = comparison(tables, params)
+    if cmp is not None:
+        reasons = cmp.groupBy("reason").count().collect()
         row.update({f"kafka_samples_{r['reason']}": r["count"] for r in reasons})
     return {k: (0 if v is None else v) for k, v in row.items()}
 
