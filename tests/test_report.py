@@ -400,15 +400,34 @@ def test_incident_report_on_a_small_isr_incident(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 def test_incident_report_on_the_demo_bundle(demo_bundle: Path, tmp_path: Path) -> None:
+    """`make demo`'s report on the shipped demo bundle (one real-Kafka incident across all five
+    areas): every area finds its part of the incident and draws it; the clean stop at the end of
+    the capture is one info finding, not an outage; at most 10 MB, offline."""
+    from tests.kafka_bundles import manifest
+
     result = run_report(demo_bundle, tmp_path / "demo.html")
 
     text = result.path.read_text(encoding="utf-8")
-    titles = sorted(layout["title"]["text"] for layout in plotly_divs(text).values())
-    # the quorum section draws too: the bundle holds the controllers' metadata logs
-    assert titles == ["Findings over time, by area", "Partition ISR state over time",
-                      "Quorum offset divergence: each node's lag behind the leader's log",
-                      "UnderMinIsrPartitionCount per leader broker"]
-    assert result.exit_code == 1  # the demo incident put partitions under min ISR: critical findings
+    titles = [layout["title"]["text"] for layout in plotly_divs(text).values()]
+    for title in ("Findings over time, by area", "Quorum offset divergence", "Partition ISR state over time",
+                  "UnderMinIsrPartitionCount per leader broker", "Lag at each commit",
+                  "MirrorMaker 2 replication-record-lag (KIP-971)", "Tiered-storage backlog per partition"):
+        assert any(t.startswith(title) for t in titles), (title, titles)
+    assert result.exit_code == 1  # a commit stall, partitions under min ISR, a mirror outage: critical
+    findings = result.summary["findings"]
+    # what the scenario did (its manifest), each found by its area, at warning or above
+    events = {e["event"] for e in manifest(demo_bundle)["events"]}
+    assert {"node_pause", "broker_hard_stop", "mm2_stop", "remote_storage_down"} <= events
+    serious = {(f["area"], f["kind"]) for f in findings if f["severity"] in ("critical", "warning")}
+    assert {area for area, _ in serious} == {"quorum", "isr", "consumer_lag", "mirror", "tier"}, serious
+    assert {("quorum", "commit_stall"), ("isr", "under_min_isr"), ("mirror", "mirror_outage"),
+            ("tier", "upload_backlog")} <= serious
+    assert {f["subject"] for f in findings if f["area"] == "consumer_lag" and f["severity"] == "warning"} >= {"billing"}
+    # both clusters were stopped cleanly at the end: one info finding each, no critical finding inside it
+    stops = [f for f in findings if f["kind"] == "cluster_stopped"]
+    assert len(stops) == 2 and {f["severity"] for f in stops} == {"info"}
+    first_stop = min(f["start"] for f in stops)
+    assert not [f for f in findings if f["area"] == "isr" and f["severity"] == "critical" and f["start"] >= first_stop]
     assert result.path.stat().st_size <= 10 * 1000 * 1000  # `make demo`'s report: at most 10 MB, plotly.js inlined
     assert not re.search(r"<script[^>]*\ssrc=[\"']?https?:", text)
     assert "under min ISR" in text

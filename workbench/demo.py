@@ -1,9 +1,10 @@
-"""The demo bundle: a small ISR incident captured from real Apache Kafka.
+"""The demo bundle: one incident across all five areas, captured from real Apache Kafka.
 
 The archive ``workbench/data/demo-bundle.tar.gz`` was captured by the project's real-Kafka
-``isr`` scenario (``python -m peer demo --out DIR``; see ``workbench/data/README.md``): three
-brokers, topics with replication factor 3 and ``min.insync.replicas=2``, one broker stopped,
-then a second, then both restarted.
+``demo`` scenario (``python -m peer demo --out FILE.tar.gz``; see ``workbench/data/README.md``):
+a tiered cluster of three controllers and three brokers and its MirrorMaker 2 copy; remote
+uploads refused, the leader controller frozen, a broker killed, MirrorMaker 2 stopped, a consumer
+group falling behind, then recovery.
 """
 
 from __future__ import annotations
