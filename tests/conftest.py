@@ -95,7 +95,16 @@ def binder_kernel():
 
 @pytest.fixture(scope="session")
 def demo_bundle(tmp_path_factory):
-    """The shipped demo bundle (a real ISR incident captured from Kafka), extracted once."""
+    """The shipped demo bundle (one real-Kafka incident across all five areas), extracted once."""
     from workbench.demo import write_demo_bundle
 
     return write_demo_bundle(tmp_path_factory.mktemp("demo") / "bundle")
+
+
+@pytest.fixture(scope="session")
+def demo_report(demo_bundle, tmp_path_factory):
+    """`make demo`'s report (:func:`workbench.report.run_report` on the demo bundle), built once:
+    the report test reads its findings, the browser test opens it offline."""
+    from workbench.report import run_report
+
+    return run_report(demo_bundle, tmp_path_factory.mktemp("demo-report") / "incident-report.html")

@@ -399,14 +399,13 @@ def test_incident_report_on_a_small_isr_incident(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
-def test_incident_report_on_the_demo_bundle(demo_bundle: Path, tmp_path: Path) -> None:
+def test_incident_report_on_the_demo_bundle(demo_bundle: Path, demo_report) -> None:
     """`make demo`'s report on the shipped demo bundle (one real-Kafka incident across all five
     areas): every area finds its part of the incident and draws it; the clean stop at the end of
     the capture is one info finding, not an outage; at most 10 MB, offline."""
     from tests.kafka_bundles import manifest
 
-    result = run_report(demo_bundle, tmp_path / "demo.html")
-
+    result = demo_report
     text = result.path.read_text(encoding="utf-8")
     titles = [layout["title"]["text"] for layout in plotly_divs(text).values()]
     for title in ("Findings over time, by area", "Quorum offset divergence", "Partition ISR state over time",

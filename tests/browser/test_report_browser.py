@@ -57,6 +57,39 @@ def incident_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_incident_bundle(tmp_path_factory.mktemp("bundle") / "incident", events)
 
 
+def test_demo_report_draws_every_plot_offline(demo_report, tmp_path: Path) -> None:
+    """`make demo`'s report, with the network blocked: every figure the HTML holds is drawn with
+    data, one per area's view and the findings timeline (one lane per area), and nothing is fetched."""
+    import re
+
+    from playwright.sync_api import sync_playwright
+
+    html = demo_report.path.read_text(encoding="utf-8")
+    figures = len(re.findall(r"Plotly\.newPlot\(", html))
+    requested: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.route("http*://**", lambda route: (requested.append(route.request.url), route.abort()))
+            page.goto(demo_report.path.as_uri())
+            page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {figures}",
+                                   timeout=60_000)
+            plots = page.locator(".js-plotly-plot")
+            assert plots.count() == figures >= 8
+            drawn = plots.evaluate_all(
+                "els => els.map(e => e.querySelectorAll('.trace, .point, .barlayer path, .scatterlayer path').length)")
+            assert all(n > 0 for n in drawn), drawn
+            lanes = plots.nth(0).locator(".yaxislayer-above text").all_text_contents()
+            assert len(lanes) >= 5, lanes  # the findings timeline: a lane per area with findings
+            page.screenshot(path=str(tmp_path / "demo-report.png"))  # the top: summary, chains, timeline
+            plots.nth(0).screenshot(path=str(tmp_path / "demo-overview.png"))
+        finally:
+            browser.close()
+    assert requested == []
+    print(f"screenshots: {tmp_path / 'demo-report.png'}, {tmp_path / 'demo-overview.png'}")
+
+
 @pytest.fixture(scope="module")
 def report_html(incident_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The HTML incident report of :func:`incident_bundle`."""
