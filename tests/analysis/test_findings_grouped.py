@@ -81,3 +81,35 @@ def test_chains_count_the_subjects_of_grouped_findings(spark):
         (2, 1, "isr: partition t-5 under min isr"),
     ], "chain int, findings int, story string")
     assertDataFrameEqual(got, want)
+
+
+class _KeptTables:
+    """A bundle's tables as far as the findings cache sees them: ``derive`` keeps each key's result."""
+
+    def __init__(self):
+        self.kept = {}
+
+    def derive(self, key, compute):
+        if key not in self.kept:
+            self.kept[key] = compute()
+        return self.kept[key]
+
+
+def test_an_areas_findings_are_computed_once_per_bundle_and_parameters():
+    from workbench.analysis.findings import _kept
+
+    calls = []
+
+    def compute(tables, params):
+        calls.append(dict(params))
+        return f"findings {len(calls)}"
+
+    kept = _kept("isr", compute)
+    tables = _KeptTables()
+    assert kept(tables, {"isr_flap_threshold": 3}) == kept(tables, {"isr_flap_threshold": 3}) == "findings 1"
+    assert kept(tables, {"isr_flap_threshold": 5}) == "findings 2"          # other parameters: computed
+    assert kept(_KeptTables(), {"isr_flap_threshold": 3}) == "findings 3"   # another bundle: computed
+    assert kept({}, {}) == "findings 4" and kept({}, {}) == "findings 5"    # tables that keep nothing
+    # an area registered again under the same name keeps nothing of the old function's results
+    assert _kept("isr", lambda t, p: "new")(tables, {"isr_flap_threshold": 3}) == "new"
+    assert kept.__wrapped__ is compute

@@ -271,3 +271,20 @@ def test_findings_say_what_happened(analysed):
     behind = findings[findings.kind == "node_behind"]
     assert {p[0] for p in pauses(manifest)} <= set(behind.subject.astype(int))
     assert findings[findings.kind == "input_missing"].empty, findings.summary.tolist()
+
+
+def test_the_metadata_logs_batches_are_read_from_its_own_files(spark, kafka_bundle):
+    from pyspark.sql import functions as F
+    from pyspark.testing import assertDataFrameEqual
+
+    from workbench.analysis.logs import batches_of
+    from workbench.spark.registry import Tables
+
+    path = Path(kafka_bundle("quorum", "4.3.1"))
+    tables = Tables(workbench.open_bundle(path), spark)       # fresh: nothing read yet
+    got = batches_of(tables, [quorum.METADATA_TOPIC])
+    assert "batches" not in tables.built                      # the data segments were not decoded
+    want = tables.batches.where(F.col("topic") == quorum.METADATA_TOPIC)
+    assertDataFrameEqual(got, want)
+    assert got.count() > 0
+    tables.unpersist()

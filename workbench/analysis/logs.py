@@ -22,7 +22,7 @@ view can say when the time is the producer's.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from workbench.analysis._checks import require_columns
 
@@ -105,6 +105,46 @@ def log_growth(batches: DataFrame, *, topics: Sequence[str] | None = None,
             .withColumn("bytes_before", F.col("bytes_end") - F.col("size"))
             .withColumn("reached", F.max("max_timestamp").over(running))
             .select(*GROWTH_COLUMNS))
+
+
+def batches_of(tables: Any, topics: Sequence[str]) -> DataFrame:
+    """The ``batches`` table's rows of some topics only, read from their own files, kept per bundle.
+
+    The inventory names each segment's topic, so an analysis of one log (the quorum's
+    ``__cluster_metadata``) need not decode the headers of every data segment to find its
+    batches: at 10,000 partitions that read was 10,011 files for the 10,000 batches of one. When
+    the whole table has been read already, its rows are filtered instead. Either way the rows
+    are exactly ``tables.batches.where(topic in topics)``; the problems met reading those files
+    are the ``batches`` table's own (``tables.problems``).
+
+    Parameters
+    ----------
+    tables : Tables
+        A loaded bundle (:func:`workbench.load`).
+    topics : sequence of str
+        The topics wanted.
+
+    Examples
+    --------
+    >>> batches_of(tables, [METADATA_TOPIC]).count()   # doctest: +SKIP
+    """
+    from pyspark.sql import functions as F
+
+    wanted = sorted(set(topics))
+
+    def compute() -> DataFrame:
+        if "batches" in getattr(tables, "built", ()) or not hasattr(tables, "bundle"):
+            return tables.batches.where(F.col("topic").isin(wanted))
+        from workbench.spark.registry import read_table, table_spec
+
+        spec = table_spec("batches")
+        chosen = spec.select(tables.bundle) if spec.select else tables.bundle.of_kind(*spec.kinds)
+        files = [a for a in chosen if a.topic in wanted]
+        options = {k: v for k, v in tables.options.items() if k in spec.options}
+        return read_table(tables.spark, tables.bundle, spec, files, strict=bool(tables.options.get("strict")),
+                          persist=False, **options).rows
+
+    return tables.derive(f"logs.batches_of:{','.join(wanted)}", compute)
 
 
 def asof(left: DataFrame, right: DataFrame, *, by: Sequence[str], left_time: str, right_time: str,

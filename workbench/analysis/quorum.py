@@ -1360,13 +1360,17 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> QuorumAnaly
     metadata = tables.metadata
     configs = tables.configs
     writing = noop_writing(metadata, configs, idle_ms=idle, stall_multiple=multiple)
-    appends = tables.derive("quorum.log_appends", lambda: log_appends(tables.batches, metadata))
+    # the metadata log's batches only: the inventory names its files (not every data segment read)
+    from workbench.analysis.logs import batches_of
+
+    log_batches = batches_of(tables, [METADATA_TOPIC])
+    appends = tables.derive("quorum.log_appends", lambda: log_appends(log_batches, metadata))
     timeline = tables.derive("quorum.leader_timeline", lambda: leader_timeline(
         metadata, appends, tables.quorum, tables.tool_quorum_status))
     roles = node_roles(metadata, configs)
     offsets = tables.derive("quorum.node_offsets", lambda: node_offsets(
         appends, metrics=tables.metrics, replication=tables.tool_quorum_replication, snapshots=tables.snapshots,
-        batches=tables.batches, roles=roles))
+        batches=log_batches, roles=roles))
     plain_fences = fence_events(metadata)
     episodes = tables.derive(f"quorum.episodes:{key}",
                              lambda: divergence_episodes(offsets, writing, fences=plain_fences))
