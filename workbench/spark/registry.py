@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, WorkbenchError
 from workbench.spark.source import PROBLEMS_SCHEMA, ArtifactSource, column_names, files_option
 
 if TYPE_CHECKING:
@@ -309,8 +309,8 @@ class Tables(Mapping[str, "DataFrame"]):
     """The tables of one bundle, built on first use (``tables["offsets"]`` or ``tables.offsets``).
 
     Iterating gives every registered table's name plus ``problems``; only the tables actually
-    asked for are read, and ``problems``, which asks for every table the bundle has files for
-    (:meth:`with_files`: a problem is the bundle's, whichever sections ran before).
+    asked for are read. ``problems`` asks for every table the bundle has files for
+    (:meth:`with_files`), so it holds the bundle's problems whichever tables were read before.
 
     Examples
     --------
@@ -423,8 +423,6 @@ class Tables(Mapping[str, "DataFrame"]):
         (:meth:`with_files`; built now if need be, so a report's appendix lists a bad value in a
         file no section read). A table whose build fails adds one ``table_error`` row naming it
         (raised in strict mode)."""
-        from workbench.errors import WorkbenchError
-
         failed = []
         for name in self.with_files():
             try:
