@@ -816,7 +816,9 @@ def compare(series: DataFrame, samples: DataFrame, *, interval_ms: float) -> Dat
     from workbench.analysis.logs import asof
 
     left = samples.withColumn("_key", F.coalesce(F.col("topic"), F.lit("*")))
-    joined = asof(left, right, by=["broker", "_key"], left_time="time", right_time="time", columns=carried)
+    # every gauge below reads these rows: kept once, instead of its window and as-of plan per gauge
+    joined = asof(left, right, by=["broker", "_key"], left_time="time", right_time="time",
+                  columns=carried).localCheckpoint(eager=True)
 
     interval_s = float(interval_ms) / 1000.0
     parts = []
