@@ -92,8 +92,8 @@ display(HTML(table_html(inv.findings_by_area().toPandas(), limit=None, empty="No
 # %% [markdown] tags=["appendix"]
 # ## Appendix: what the bundle holds
 #
-# Files by node and kind, which areas had data, and everything that could not be read in the
-# tables this report used (nothing readable is dropped because of a bad byte).
+# Files by node and kind, which areas had data, and everything that could not be read in any
+# file of the bundle the workbench reads (nothing readable is dropped because of a bad byte).
 
 # %% tags=["appendix"]
 display(HTML(table_html(inv.inventory_summary().toPandas(), limit=None,

@@ -483,8 +483,8 @@ if tier_data:
 # %% [markdown]
 # ## Appendix: what the bundle holds
 #
-# Files by node and kind, which areas had data, and everything that could not be read in the
-# tables this report used (nothing readable is dropped because of a bad byte).
+# Files by node and kind, which areas had data, and everything that could not be read in any
+# file of the bundle the workbench reads (nothing readable is dropped because of a bad byte).
 
 # %%
 display(HTML(table_html(inv.inventory_summary().toPandas(), limit=None,
