@@ -18,15 +18,18 @@ over it once to check that Kafka reads every record. Then, per size:
     metadata_batches` over the file (records/s per core);
 ``spark``
     in a fresh child process (its own JVM, ``local[2]``; the session start is not timed), the public
-    API as the incident report notebook calls it: ``workbench.load`` (the ``metadata`` table,
-    persisted, counted), ``isr.partition_states(...).cache()`` (counted), ``isr.under_min_isr_counts``
-    and ``isr.partition_summary`` (both ``toPandas()``). Wall and CPU seconds (the whole process tree:
+    API as the incident report notebook calls it: ``workbench.load`` and the ``metadata`` table built
+    (the registry's Parquet copy of a large log: the whole decode), ``isr.partition_states`` (from 1 M
+    partition records it replays at once and keeps the intervals as Parquet: ``states_plan``), the
+    intervals counted (``states``), ``isr.under_min_isr_counts`` and ``isr.partition_summary`` (both
+    ``toPandas()``). Wall and CPU seconds (the whole process tree:
     Python driver, driver JVM, Python workers) per stage; peak resident memory of the driver JVM,
     of the Python driver and of the Python workers, sampled every 0.2 s from ``/proc``;
 ``shell``
     Kafka 4.3.1's ``kafka-metadata-shell --snapshot FILE ls /image`` (MetadataShell replays the whole
-    file before it runs a command), with ``kafka-run-class.sh``'s default JVM options, JVM start
-    included; then the shell's image (``tree /image/topics``) against the final state of every
+    file before it runs a command), with ``kafka-run-class.sh``'s JVM options but a 2 GiB heap
+    (``--shell-heap``: its default 256 MiB runs out at 10 M records), JVM start included; then the
+    shell's image (``tree /image/topics``) against the final state of every
     partition in our timeline: leader, ISR, replicas, ELR.
 
 Results: a table on stdout and ``benchmarks/results/bench_metadata_scale-<UTC>.json``.
@@ -255,9 +258,9 @@ def child(bundle: Path, out: Path) -> None:
 
     with MemorySampler(me) as memory:
         tables = stage("load", lambda: workbench.load(workbench.open_bundle(bundle), spark))
-        metadata = tables.metadata.persist()
-        results["records"] = stage("decode", metadata.count)
-        states = stage("states_plan", lambda: isr.partition_states(metadata).cache())
+        metadata = stage("decode", lambda: tables.metadata)  # the log decoded once (a Parquet copy at this size)
+        results["records"] = metadata.count()
+        states = stage("states_plan", lambda: isr.partition_states(metadata))
         results["intervals"] = stage("states", states.count)
         results["count_rows"] = len(stage("counts", lambda: isr.under_min_isr_counts(states).toPandas()))
         results["summary_rows"] = len(stage("summary", lambda: isr.partition_summary(states).toPandas()))
@@ -284,14 +287,23 @@ def spark_pass(bundle: Path) -> dict[str, Any]:
     return data
 
 
-def shell_pass(segment: Path, kafka: Any, ours: dict[str, list]) -> dict[str, Any]:
+def shell_jvm(heap: str | None) -> tuple[str, ...]:
+    """``kafka-run-class.sh``'s JVM options, with ``-Xmx`` set to ``heap`` (None: its default, 256 MiB)."""
+    from peer.metadata_shell import KAFKA_RUN_CLASS_JVM
+
+    if not heap:
+        return KAFKA_RUN_CLASS_JVM
+    return tuple(f"-Xmx{heap}" if o.startswith("-Xmx") else o for o in KAFKA_RUN_CLASS_JVM)
+
+
+def shell_pass(segment: Path, kafka: Any, ours: dict[str, list], heap: str | None = None) -> dict[str, Any]:
     """Kafka's replay timed, and its image compared with our final states."""
     from peer.errors import ToolError
     from peer.metadata_shell import image_partitions, timed_replay
 
     try:
-        seconds, cpu = timed_replay(kafka, segment, timeout=SHELL_TIMEOUT)
-        image = image_partitions(kafka, segment, timeout=SHELL_TIMEOUT)
+        seconds, cpu = timed_replay(kafka, segment, timeout=SHELL_TIMEOUT, jvm=shell_jvm(heap))
+        image = image_partitions(kafka, segment, timeout=SHELL_TIMEOUT, jvm=shell_jvm(heap))
     except ToolError as exc:  # the shell's default heap (-Xmx256M) runs out at 10 M records
         log(f"kafka-metadata-shell failed: {str(exc)[-400:]}")
         return {"failed": str(exc)[-2000:]}
@@ -312,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-dump", action="store_true", help="do not run Kafka's dump tool over new logs")
     ap.add_argument("--skip-shell", action="store_true", help="do not run kafka-metadata-shell")
+    ap.add_argument("--shell-heap", default="2G",
+                    help="kafka-metadata-shell's -Xmx (default 2G: its own default, 256M, runs out at 10 M records; "
+                         "'' keeps it)")
     ap.add_argument("--out", type=Path, default=HERE / "results", help="directory for the JSON result")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
@@ -338,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         shell = None
         if not args.skip_shell:
             log(f"{millions:g} M: kafka-metadata-shell")
-            shell = shell_pass(segment, kafka, final)
+            shell = shell_pass(segment, kafka, final, args.shell_heap)
         runs.append({"millions": millions, "records": written["records"], "bytes": written["bytes"],
                      "load_average": os.getloadavg(), "dump": dump, "decode": decode, "spark": spark,
                      "shell": shell})
@@ -365,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.now(UTC)
     report = {"date": stamp.isoformat(timespec="seconds"), "seed": args.seed, "machine": machine(),
               "load_average_before": load_before, "load_average_after": load_after, "runs": runs,
+              "shell_heap": args.shell_heap or "256M",
               "targets": {"seconds_10M": TARGET_SECONDS_10M, "scaling_2x": TARGET_SCALING,
                           "vs_shell": TARGET_VS_SHELL}}
     args.out.mkdir(parents=True, exist_ok=True)

@@ -59,6 +59,59 @@ def test_compiled_replay_equals_reference_replay(spark, tmp_path):
     assertDataFrameEqual(compiled, reference)
     assertDataFrameEqual(isr.under_min_isr_counts(compiled), isr.under_min_isr_counts(reference, compiled=False))
     assertDataFrameEqual(isr.partition_summary(compiled), isr.partition_summary(reference, compiled=False))
+    # the replay's own output is summarised as it lies, without a shuffle; a derived frame is shuffled
+    marked = _plan(isr.partition_summary(compiled)).count("hashpartitioning")
+    assert _plan(isr.partition_summary(compiled.select("*"))).count("hashpartitioning") == marked + 1
+    assertDataFrameEqual(isr.partition_summary(compiled.select("*")), isr.partition_summary(compiled))
+
+
+def test_a_large_metadata_log_read_through_parquet_is_the_same_table(spark, tmp_path):
+    """A log past ``materialize_bytes`` is decoded by Spark tasks straight into Parquet files
+    (pyarrow, no JVM on the way in) and read back: the same rows, types and states as the cached read."""
+    synthetic_bundle(tmp_path, 5_000, topics=20, partitions=5)
+    cached = workbench.load(workbench.open_bundle(tmp_path), spark).metadata
+    written = workbench.load(workbench.open_bundle(tmp_path), spark, materialize_bytes=0)
+    assert written._build("metadata").scratch is not None
+    assert written.metadata.schema == cached.schema
+    assertDataFrameEqual(written.metadata, cached)
+    assertDataFrameEqual(isr.partition_states(written.metadata), isr.partition_states(cached))
+
+
+def test_a_large_replay_is_kept_as_parquet_one_partition_per_row_group(spark, tmp_path, monkeypatch):
+    """A replay past ``materialize_records`` runs at once and its intervals are written by the
+    replay tasks as Parquet: the same frames, each partition's intervals inside one row group (so
+    the summary still walks them where they lie), in more row groups than files."""
+    import pyarrow.parquet as pq
+
+    from workbench.spark import replay
+
+    monkeypatch.setattr(replay, "ROW_GROUP_ROWS", 500)
+    synthetic_bundle(tmp_path, 20_000, topics=40, partitions=5)
+    metadata = workbench.load(workbench.open_bundle(tmp_path), spark).metadata
+    lazy = isr.partition_states(metadata)
+    kept = isr.partition_states(metadata, materialize_records=0)
+    files = kept.inputFiles()
+    assert files and all(f.endswith(".parquet") for f in files)
+    assertDataFrameEqual(kept, lazy)
+    groups = 0
+    for f in files:
+        data = pq.ParquetFile(f.removeprefix("file:"))
+        seen: set = set()
+        for g in range(data.num_row_groups):
+            keys = set(zip(*data.read_row_group(g, columns=["topic_id", "partition"]).to_pydict().values(),
+                           strict=True))
+            assert not keys & seen
+            seen |= keys
+        groups += data.num_row_groups
+    assert groups > len(files)
+    marked = _plan(isr.partition_summary(kept)).count("hashpartitioning")
+    assert _plan(isr.partition_summary(kept.select("*"))).count("hashpartitioning") == marked + 1
+    assertDataFrameEqual(isr.partition_summary(kept), isr.partition_summary(lazy.select("*")))
+
+
+def _plan(df) -> str:
+    """The physical plan of ``df`` as text (shuffles by key show as ``hashpartitioning``)."""
+    return df._jdf.queryExecution().executedPlan().toString()
 
 
 def test_view_frames_are_bounded_and_keep_what_the_views_rank_first(spark, tmp_path):

@@ -123,6 +123,9 @@ def test_strict_mode_raises(spark, tmp_path):
     tables = workbench.load(workbench.open_bundle(tmp_path), spark, strict=True)
     with pytest.raises(Exception, match="crc_mismatch"):
         tables.metadata.collect()
+    written = workbench.load(workbench.open_bundle(tmp_path), spark, strict=True, materialize_bytes=0)
+    with pytest.raises(Exception, match="crc_mismatch"):  # decoded into Parquet by Spark tasks: the same error
+        written.metadata.collect()
     # the same condition, outside Spark, raises the library's own error
     from workbench.formats.batch import read_batches
 

@@ -28,8 +28,13 @@ tables = workbench.load(workbench.open_bundle(sys.argv[2]), spark)
 states = isr.partition_states(tables.metadata)
 rows = [r.asDict() for r in states.orderBy("topic", "partition", "start").collect()]
 executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()
+# the same through Parquet written by the executor's Python tasks: the log, then the replay
+kept = workbench.load(workbench.open_bundle(sys.argv[2]), spark, materialize_bytes=0)
+kept_states = isr.partition_states(kept.metadata, materialize_records=0)
+same = sorted(map(str, kept_states.collect())) == sorted(map(str, states.collect()))
 print(json.dumps({"master": master, "executors": executors, "records": tables.metadata.count(),
-                  "states": rows}, default=str))
+                  "states": rows, "kept_same": same, "kept_files": len(kept_states.inputFiles()),
+                  "kept_records": kept.metadata.count()}, default=str))
 spark.stop()
 """
 
@@ -99,7 +104,8 @@ def test_isr_analysis_on_a_standalone_cluster(tmp_path):
             stop(proc)
     assert out["master"] == f"spark://127.0.0.1:{port}"
     assert out["executors"] >= 2          # the driver and the worker's executor
-    assert out["records"] == 2 * 12
+    assert out["records"] == out["kept_records"] == 2 * 12
+    assert out["kept_same"] and out["kept_files"] >= 1
     assert [(s["topic"], s["isr"], s["state"], s["end_reason"]) for s in out["states"]] == [
         ("orders", [1, 2, 3], "healthy", "next_change"),
         ("orders", [1, 3], "under_replicated", "log_end"),

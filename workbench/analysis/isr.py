@@ -46,8 +46,13 @@ _NEEDED = ("cluster_id", "offset", "timestamp", "is_control", "record_type", "to
            "config_value")
 
 
+#: Partition records from which :func:`partition_states` runs its replay at once and keeps the
+#: intervals as Parquet (:func:`workbench.spark.replay.replay_to_parquet`) instead of a lazy plan.
+MATERIALIZE_RECORDS = 1 << 18
+
+
 def partition_states(metadata: DataFrame, *, static_min_isr: int | Mapping[str | None, int] = 1,
-                     compiled: bool = True) -> DataFrame:
+                     compiled: bool = True, materialize_records: int = MATERIALIZE_RECORDS) -> DataFrame:
     """Intervals of constant state per partition, with the KIP-164 flags.
 
     Parameters
@@ -65,6 +70,13 @@ def partition_states(metadata: DataFrame, *, static_min_isr: int | Mapping[str |
         through :func:`workbench.spark.replay.replay_by_key`), the default. ``False`` runs the
         reference replay, a Python loop per partition (``applyInPandas``): same rows, many times
         slower; kept as the oracle the compiled one is tested against.
+    materialize_records : int
+        A compiled replay of a cluster with at least this many partition records runs when this
+        function is called, and its intervals are written once as Parquet under
+        :func:`workbench.spark.registry.scratch_root` and read from there (a local scratch
+        directory only; else the plan stays lazy): every later question reads them without
+        replaying the log again or caching the intervals in Spark's memory. Smaller logs give a
+        lazy plan. 0: always.
 
     Returns
     -------
@@ -100,14 +112,15 @@ def partition_states(metadata: DataFrame, *, static_min_isr: int | Mapping[str |
                   & F.col("config_resource_type").isin(TOPIC_RESOURCE, BROKER_RESOURCE), F.lit("config")))
     small = F.when(kind.isNotNull(), F.struct(kind.alias("kind"), "offset", "seq", "t_us", "topic_id", "topic",
                                               "config_resource_type", "config_resource_name", "config_value"))
+    is_part = F.col("record_type").isin("PartitionRecord", "PartitionChangeRecord")
     heads = [h for h in records.groupBy("cluster_id").agg(F.max("t_us").alias("end"),
-                                                          F.collect_list(small).alias("small")).collect()
+                                                          F.collect_list(small).alias("small"),
+                                                          F.count(F.when(is_part, 1)).alias("parts")).collect()
              if h["end"] is not None]
     spark = metadata.sparkSession
     if not heads:
         return spark.createDataFrame([], STATES_SCHEMA)
-    parts = (records.where(F.col("record_type").isin("PartitionRecord", "PartitionChangeRecord")
-                           & F.col("topic_id").isNotNull() & F.col("partition").isNotNull())
+    parts = (records.where(is_part & F.col("topic_id").isNotNull() & F.col("partition").isNotNull())
              .select("cluster_id", "offset", "seq", "t_us", "record_type", "topic_id", "partition", "leader", "isr",
                      "replicas", "adding", "elr"))
     out = None
@@ -115,13 +128,18 @@ def partition_states(metadata: DataFrame, *, static_min_isr: int | Mapping[str |
         cluster = head["cluster_id"]
         static = statics.get(cluster, default_static)
         mine = parts if len(heads) == 1 else parts.where(F.col("cluster_id").eqNullSafe(F.lit(cluster).cast("string")))
-        one = _cluster_states(records, mine.drop("cluster_id"), cluster, head, static, compiled, len(heads) > 1)
+        one = _cluster_states(records, mine.drop("cluster_id"), cluster, head, static, compiled, len(heads) > 1,
+                              head["parts"] >= materialize_records)
         out = one if out is None else out.unionByName(one)
+    if compiled and len(heads) == 1:  # one replay: each partition's intervals together, in time order
+        from workbench.spark.replay import mark_clustered
+
+        mark_clustered(out, ["topic_id", "partition"], ["start", "start_offset"])
     return out
 
 
 def _cluster_states(records: DataFrame, parts: DataFrame, cluster: str | None, head: Any, static_min_isr: int,
-                    compiled: bool, several: bool) -> DataFrame:
+                    compiled: bool, several: bool, materialize: bool = False) -> DataFrame:
     """:func:`partition_states` of one cluster (``head``: its log end and its few topic and config records)."""
     from pyspark.sql import functions as F
 
@@ -132,7 +150,7 @@ def _cluster_states(records: DataFrame, parts: DataFrame, cluster: str | None, h
     if compiled:
         topics = {r["topic_id"]: r["topic"] for r in few if r["kind"] == "topic"}
         removed = {r["topic_id"]: (r["t_us"], r["offset"]) for r in few if r["kind"] == "removed"}
-        out = _compiled_states(parts, config_events, topics, removed, end, static_min_isr)
+        out = _compiled_states(parts, config_events, topics, removed, end, static_min_isr, materialize)
     else:
         mine = records if not several else records.where(F.col("cluster_id").eqNullSafe(F.lit(cluster).cast("string")))
         topics_df = mine.where(F.col("record_type") == "TopicRecord").select("topic_id", "topic")
@@ -151,8 +169,10 @@ def _cluster_states(records: DataFrame, parts: DataFrame, cluster: str | None, h
 
 
 def _compiled_states(parts: DataFrame, config_events: list[tuple], topics: dict[str, str],
-                     removed: dict[str, tuple[int, int]], log_end_us: int, static_min_isr: int) -> DataFrame:
-    """The partition rows replayed by :class:`~workbench.analysis.isr_kernel.IsrReplay`."""
+                     removed: dict[str, tuple[int, int]], log_end_us: int, static_min_isr: int,
+                     materialize: bool = False) -> DataFrame:
+    """The partition rows replayed by :class:`~workbench.analysis.isr_kernel.IsrReplay` (``materialize``:
+    now, into Parquet under the scratch directory, when that is a local one)."""
     from functools import partial
 
     from pyspark.sql import functions as F
@@ -165,7 +185,18 @@ def _compiled_states(parts: DataFrame, config_events: list[tuple], topics: dict[
                         "adding", "elr")
     configs = min_isr_configs(config_events)
     factory = partial(IsrReplay, configs, TopicInfo.of(topics, removed, configs), log_end_us, static_min_isr)
-    return replay_by_key(rows, ["topic_id", "partition"], ["offset", "seq"], REPLAY_SCHEMA, factory)
+    keys, order = ["topic_id", "partition"], ["offset", "seq"]
+    if materialize:
+        import uuid
+
+        from workbench.spark.registry import scratch_root
+        from workbench.spark.replay import replay_to_parquet
+        from workbench.spark.source import local_path
+
+        directory = local_path(f"{scratch_root()}/isr-states-{uuid.uuid4().hex}")
+        if directory is not None:
+            return replay_to_parquet(rows, keys, order, REPLAY_SCHEMA, factory, directory)
+    return replay_by_key(rows, keys, order, REPLAY_SCHEMA, factory)
 
 
 def _effective_min_isr(topic_cfg: int | None, broker_cfg: dict[str, int], cluster_cfg: int | None,
@@ -410,14 +441,20 @@ def partition_summary(states: DataFrame, *, compiled: bool = True) -> DataFrame:
     require_columns(states, ("topic", "topic_id", "partition", "start", "end", "isr", "min_isr"), "partition_summary")
     if compiled:
         from workbench.analysis.isr_kernel import SUMMARY_SCHEMA, SummaryReplay
-        from workbench.spark.replay import replay_by_key
+        from workbench.spark.replay import is_clustered, replay_by_key, replay_clustered
 
         rows = states.select("topic_id", "partition", "topic", F.unix_micros("start").alias("start"),
                              F.unix_micros("end").alias("end"), "start_offset", F.size("isr").alias("isr_size"),
                              "min_isr", "under_min_isr", "under_replicated", "offline")
-        out = replay_by_key(rows, ["topic_id", "partition"], ["start", "start_offset"], SUMMARY_SCHEMA, SummaryReplay)
+        keys, order = ["topic_id", "partition"], ["start", "start_offset"]
+        if is_clustered(states, keys, order):  # partition_states' own output: each partition's rows together
+            out = replay_clustered(rows, keys, SUMMARY_SCHEMA, SummaryReplay)
+        else:
+            out = replay_by_key(rows, keys, order, SUMMARY_SCHEMA, SummaryReplay)
+        # one row per partition: sorted in one task (orderBy would sample its input first, a second
+        # pass over every interval)
         return (out.withColumn("first_under_min_isr", F.timestamp_micros("first_under_min_isr"))
-                .orderBy("topic", "partition"))
+                .repartition(1).sortWithinPartitions("topic", "partition"))
     order = Window.partitionBy("topic_id", "partition").orderBy("start", "start_offset")
     seconds = F.unix_micros("end") - F.unix_micros("start")
     sized = (states.withColumn("_secs", seconds / F.lit(1e6))

@@ -57,6 +57,7 @@ A running count per key (a real replay would hand the arrays to a compiled funct
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -65,7 +66,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-__all__ = ["KeyedReplay", "PACK_ROWS", "STEP_ROWS", "key_starts", "replay_by_key"]
+__all__ = ["KeyedReplay", "PACK_ROWS", "ROW_GROUP_ROWS", "STEP_ROWS", "is_clustered", "key_starts", "mark_clustered",
+           "replay_by_key", "replay_clustered", "replay_to_parquet"]
 
 
 class KeyedReplay(Protocol):
@@ -312,11 +314,17 @@ def replay_by_key(df: DataFrame, keys: Sequence[str], order: Sequence[str], sche
     DataFrame
         The rows the replay returned, with ``schema``.
     """
+    ordered, arrow_schema = _ordered_runs(df, list(keys), list(order), partitions, pack_rows)
+    return ordered.mapInArrow(_unpack(list(keys), list(order), arrow_schema, factory), schema)
+
+
+def _ordered_runs(df: DataFrame, keys: list[str], order: list[str], partitions: int | None,
+                  pack_rows: int) -> tuple[DataFrame, Any]:
+    """The packed runs of ``df``, partitioned by key and sorted (steps 1 and 2), and its Arrow schema."""
     import pyarrow as pa
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    keys, order = list(keys), list(order)
     arrays = [f.name for f in df.schema.fields if isinstance(f.dataType, T.ArrayType)]
     arrow_schema = pa.schema([pa.field(f.name, _arrow_type(f.dataType)) for f in df.schema.fields])
     wire = df.select(*[F.coalesce(F.col(f.name), F.array().cast(f.dataType)).alias(f.name) if f.name in arrays
@@ -328,5 +336,137 @@ def replay_by_key(df: DataFrame, keys: Sequence[str], order: Sequence[str], sche
     packed = wire.mapInArrow(_pack(keys, order, arrays, arrow_schema, pack_rows), packed_ddl)
     cols = [F.col(k) for k in keys]
     parted = packed.repartition(partitions, *cols) if partitions else packed.repartition(*cols)
-    ordered = parted.sortWithinPartitions(*cols, *[F.col(_FIRST + o) for o in order])
-    return ordered.mapInArrow(_unpack(keys, order, arrow_schema, factory), schema)
+    return parted.sortWithinPartitions(*cols, *[F.col(_FIRST + o) for o in order]), arrow_schema
+
+
+#: Rows a replay task writing Parquet (:func:`replay_to_parquet`) holds before it writes a row group.
+ROW_GROUP_ROWS = 1 << 18
+
+
+def replay_to_parquet(df: DataFrame, keys: Sequence[str], order: Sequence[str], schema: str,
+                      factory: Callable[[], KeyedReplay], directory: str, *, partitions: int | None = None,
+                      pack_rows: int = PACK_ROWS, row_group_rows: int | None = None) -> DataFrame:
+    """:func:`replay_by_key`, run now, its output written by the replay tasks straight to Parquet.
+
+    For large replays whose output several questions read: each task writes the rows its replay
+    returns to one Parquet file under the local ``directory`` with pyarrow (the rows never become
+    Spark rows, nor a cache Spark must build and compress), and the files are read back as the
+    result, in memory flat in their size. The output must carry the ``keys`` columns: each key's
+    rows are kept inside one row group (Spark never splits a row group between tasks), so the
+    result is clustered by key in the order the replay emitted them (:func:`mark_clustered` it
+    when that order is a replay order).
+
+    ``row_group_rows`` (default :data:`ROW_GROUP_ROWS`) is the rows a task holds before it writes
+    the whole keys among them as one row group (a key with more rows makes a larger group).
+
+    Returns
+    -------
+    DataFrame
+        The rows the replay returned, with ``schema``, read from ``directory``.
+    """
+    from pyspark.sql import functions as F
+
+    keys, order = list(keys), list(order)
+    group_rows = row_group_rows or ROW_GROUP_ROWS
+    ordered, arrow_schema = _ordered_runs(df, keys, order, partitions, pack_rows)
+    run = _unpack(keys, order, arrow_schema, factory)
+
+    def write(batches: Iterator[Any]) -> Iterator[Any]:
+        import os
+        import uuid
+
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from workbench.spark.source import arrow_schema as to_arrow
+
+        target = to_arrow(schema)
+        name = uuid.uuid4().hex
+        partial = f"{directory}/.{name}.parquet.partial"  # hidden from readers until complete
+        writer, held, rows = None, [], 0
+
+        def flush(table: Any) -> None:
+            nonlocal writer
+            if writer is None:
+                writer = pq.ParquetWriter(partial, target, compression="snappy")
+            writer.write_table(table, row_group_size=table.num_rows)
+
+        for out in run(batches):
+            held.append(pa.Table.from_batches([out]).cast(target))
+            rows += out.num_rows
+            if sum(t.num_rows for t in held) < group_rows:
+                continue
+            table = pa.concat_tables(held).combine_chunks()
+            starts = np.flatnonzero(key_starts(table.to_batches()[0], keys, None))
+            cut = int(starts[-1]) if len(starts) else 0
+            if cut > 0:  # write whole keys; the last one may go on in the next batch
+                flush(table.slice(0, cut))
+                table = table.slice(cut)
+            held = [table]
+        if held and sum(t.num_rows for t in held):
+            flush(pa.concat_tables(held))
+        if writer is not None:
+            writer.close()
+            os.replace(partial, f"{directory}/part-{name}.parquet")
+        yield pa.RecordBatch.from_pydict({"rows": pa.array([rows], pa.int64())})
+
+    import os
+
+    os.makedirs(directory, exist_ok=True)
+    spark = df.sparkSession
+    total = ordered.mapInArrow(write, "rows long").agg(F.sum("rows").alias("rows")).collect()[0]["rows"]
+    if not total:
+        return spark.createDataFrame([], schema)
+    return spark.read.schema(schema).parquet(directory)
+
+
+#: DataFrames whose rows are known to be clustered by key and in replay order within each Spark
+#: partition (:func:`mark_clustered`), with those keys and that order.
+_CLUSTERED: weakref.WeakKeyDictionary[Any, tuple[tuple[str, ...], tuple[str, ...]]] = weakref.WeakKeyDictionary()
+
+
+def mark_clustered(df: DataFrame, keys: Sequence[str], order: Sequence[str]) -> DataFrame:
+    """Record that each key's rows of ``df`` lie in one Spark partition, together, in ``order``.
+
+    True of a replay's output when the replay emits its rows key by key (the keys as columns) in
+    replay order, and of narrow projections of it. The mark belongs to this DataFrame object
+    (``df.cache()`` returns the same object): a DataFrame derived from it is not marked, so a
+    filter, join or union never inherits a promise it may break.
+    """
+    _CLUSTERED[df] = (tuple(keys), tuple(order))
+    return df
+
+
+def is_clustered(df: DataFrame, keys: Sequence[str], order: Sequence[str]) -> bool:
+    """Whether ``df`` was marked clustered by exactly ``keys`` and ordered by ``order`` (:func:`mark_clustered`)."""
+    return _CLUSTERED.get(df) == (tuple(keys), tuple(order))
+
+
+def replay_clustered(df: DataFrame, keys: Sequence[str], schema: str,
+                     factory: Callable[[], KeyedReplay]) -> DataFrame:
+    """Replay rows already clustered by key and in replay order in each Spark partition: no shuffle.
+
+    The rows of a DataFrame :func:`mark_clustered` (the output of another replay, such as
+    :func:`workbench.analysis.isr.partition_states`) go to one :class:`KeyedReplay` per Spark
+    partition as they come, with the same ``starts`` flags as :func:`replay_by_key` gives; the
+    output is the same rows, without packing, shuffling or sorting them again.
+    """
+    keys = list(keys)
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        replay = factory()
+        previous: tuple | None = None
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            starts = key_starts(batch, keys, previous)
+            previous = tuple(batch.column(k)[batch.num_rows - 1].as_py() for k in keys)
+            out = replay.step(batch, starts)
+            if out is not None and out.num_rows:
+                yield out
+        out = replay.finish()
+        if out is not None and out.num_rows:
+            yield out
+
+    return df.mapInArrow(run, schema)
