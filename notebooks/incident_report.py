@@ -26,7 +26,7 @@ bundle: str = ""  # bundle directory or archive (empty: the demo bundle, a real 
 start: str = ""  # window start, UTC, e.g. 2026-11-21T03:00:00 (empty: the bundle's first record)
 end: str = ""  # window end, UTC (empty: the bundle's last record)
 report: bool = False  # True: static figures for an HTML report; False: interactive widgets
-correlation_gap_s: float = 30.0  # findings that follow each other within this many seconds form one chain
+correlation_gap_s: float = 30.0  # findings beginning within this many seconds of each other, or of the previous ones' end, form one chain
 summary_path: str = ""  # also write the findings and key figures as JSON to this file (empty: no file)
 quorum_stall_multiple: float = 4.0  # a gap between the leader's appends longer than this many idle intervals is a stall
 quorum_idle_ms: int = 0  # metadata.max.idle.interval.ms (0: the controllers' properties, else Kafka's 500 ms)
@@ -68,12 +68,13 @@ else:
 # %% [markdown]
 # ## Chains of findings
 #
-# Findings whose intervals overlap, or follow within `correlation_gap_s`, in time order: each
-# chain is one stretch of trouble, told area by area.
+# Warning and critical findings in time order (info findings are left out): those that begin
+# within `correlation_gap_s` of each other, or while earlier ones are open or at most that long
+# after they ended, form one chain: one stretch of trouble, told area by area.
 
 # %%
 chains_pd = correlate.chain_summaries(chained).toPandas()
-display(HTML(table_html(chains_pd, limit=50, empty="No chain: nothing was found.")))
+display(HTML(table_html(chains_pd, limit=50, empty="No chain: no warning or critical finding.")))
 
 # %% [markdown]
 # ## Findings over time

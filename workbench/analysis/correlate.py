@@ -1,12 +1,35 @@
-"""Correlation: findings whose intervals overlap or follow each other closely become one chain.
+"""Correlation: warning and critical findings that begin in one stretch of trouble become one chain.
 
 An incident is rarely one area: a quorum stall fences a broker, ISRs shrink, producers with
-``acks=all`` stop, consumers fall behind. :func:`chains` orders every finding by start and
-starts a new chain whenever a finding begins more than ``gap`` seconds after every earlier
-finding of the current chain has ended, so each chain is a connected stretch of trouble on one
-time axis. :func:`chain_steps` condenses a chain into its steps (one per area and kind, in order
-of first appearance, with how many subjects it touched), and :func:`chain_summaries` writes the
-one-line story an SRE reads first::
+``acks=all`` stop, consumers fall behind. :func:`chains` links findings on one time axis by
+these rules:
+
+* **Only warning and critical findings form chains.** An info finding (a leader elected after a
+  stall, a clean stop at the end of the capture, lag within bounds, a note on what the bundle
+  lacks) is not trouble; it is left out rather than attached to a chain it overlaps, because an
+  attached info finding would still glue what it overlaps (one note spanning two incidents
+  joins them) and would open a chain's story with a note instead of the first cause. Info
+  findings stay in the findings table and on the timeline. Findings without a start (no time
+  known) are left out too.
+* **Findings that begin together form a run.** In order of start, a finding beginning at most
+  ``gap`` seconds after the previous finding began joins its run; a longer pause between two
+  beginnings starts a new run.
+* **A run continues the chain of the run just before it** when a finding that began in that
+  previous run was still open, or had ended at most ``gap`` seconds earlier, when the new run
+  began (trouble that follows other trouble, or begins during it). Otherwise the run starts a
+  new chain.
+
+Only the previous run carries a chain, so how long a finding lasts links at most the next run
+that begins during it (or within ``gap`` after it ends), never every later one: a consumer group
+that lags through the whole capture no longer merges every incident inside it into one chain,
+and an ISR outage still links the consumer lag that begins while it lasts or just after. The
+price: a long finding links only the run after its own, so three incidents inside one long lag
+make three chains (the first of which also holds the lag), though the lag was open during all
+three; the timeline still shows it across them.
+
+:func:`chain_steps` condenses a chain into its steps (one per area and kind, in order of first
+appearance, with how many subjects it touched), and :func:`chain_summaries` writes the one-line
+story an SRE reads first, beginning with the chain's earliest warning or critical finding::
 
     quorum: controller 2 unresponsive → isr: 12 partitions under min ISR → consumer_lag: group billing behind
 """
@@ -21,20 +44,25 @@ from workbench.analysis.findings import FINDINGS_COLUMNS, severity_rank, subject
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-#: Default gap, in seconds, within which a finding that follows another joins its chain.
+#: Default gap, in seconds: findings beginning within it of each other form one run, and a run
+#: beginning within it after the end of the previous run's findings continues its chain.
 DEFAULT_GAP_S = 30.0
+
+#: The severities whose findings form chains (info findings are left out: see the module docstring).
+CHAINED_SEVERITIES = ("critical", "warning")
 
 
 def chains(findings: DataFrame, *, gap: float = DEFAULT_GAP_S) -> DataFrame:
-    """Every finding with the chain it belongs to.
+    """Every warning and critical finding with a start, with the chain it belongs to.
 
     Parameters
     ----------
     findings : DataFrame
         Rows of :data:`~workbench.analysis.findings.FINDINGS_SCHEMA`.
     gap : float
-        Seconds: a finding starting at most this long after the chain's latest end joins it.
-        Findings without a start (none known) are left out.
+        Seconds: a finding beginning at most this long after the previous one joins its run; a
+        run beginning at most this long after the previous run's findings ended (or while one
+        is open) continues its chain. Info findings and findings without a start are left out.
 
     Returns
     -------
@@ -52,18 +80,25 @@ def chains(findings: DataFrame, *, gap: float = DEFAULT_GAP_S) -> DataFrame:
     if gap < 0:
         raise ValueError(f"gap must be >= 0 seconds, got {gap}")
     require_columns(findings, FINDINGS_COLUMNS, "chains")
+    gap_us = F.lit(int(gap * 1e6))
     start_us = F.unix_micros("start")
     end_us = F.unix_micros(F.coalesce("end", "start"))
     # one global order: findings are few (hundreds to tens of thousands), one task is fine
     order = Window.orderBy(start_us, severity_rank(), "area", "subject", "kind")
-    running = order.rowsBetween(Window.unboundedPreceding, -1)
-    timed = (findings.where(F.col("start").isNotNull())
+    timed = (findings.where(F.col("start").isNotNull() & F.col("severity").isin(*CHAINED_SEVERITIES))
              .withColumn("_s", start_us).withColumn("_e", F.greatest(end_us, start_us))
-             .withColumn("_reach", F.max("_e").over(running))
-             .withColumn("_new", F.col("_reach").isNull() | (F.col("_s") > F.col("_reach") + F.lit(int(gap * 1e6))))
-             .withColumn("chain", F.sum(F.col("_new").cast("int")).over(order.rowsBetween(
-                 Window.unboundedPreceding, 0))))
-    return (timed.withColumn("step", F.row_number().over(Window.partitionBy("chain").orderBy(
+             .withColumn("_prev", F.lag("_s").over(order))
+             .withColumn("_run", F.sum((F.col("_prev").isNull() | (F.col("_s") > F.col("_prev") + gap_us))
+                                       .cast("int")).over(order.rowsBetween(Window.unboundedPreceding, 0))))
+    # one row per run: when it began, and until when its findings reach (their latest end)
+    by_run = Window.orderBy("_run")
+    runs = (timed.groupBy("_run").agg(F.min("_s").alias("_first"), F.max("_e").alias("_reach"))
+            .withColumn("_tied", F.lag("_reach").over(by_run) + gap_us >= F.col("_first"))
+            .withColumn("chain", F.sum((~F.coalesce("_tied", F.lit(False))).cast("int")).over(
+                by_run.rowsBetween(Window.unboundedPreceding, 0)))
+            .select("_run", "chain"))
+    chained = timed.join(runs, "_run")
+    return (chained.withColumn("step", F.row_number().over(Window.partitionBy("chain").orderBy(
         "_s", severity_rank(), "area", "subject", "kind")))
         .select(*FINDINGS_COLUMNS, F.col("chain").cast("int"), F.col("step").cast("int")))
 
@@ -127,12 +162,15 @@ def chain_summaries(chained: DataFrame) -> DataFrame:
 def summary_paragraph(chained: DataFrame, *, areas_without_data: list[str] | None = None, limit: int = 3) -> str:
     """The report's opening paragraph: what went wrong, when, in how many chains; or that nothing did.
 
-    Collects only counts and at most ``limit`` chain stories.
+    Counts the chained (warning and critical) findings, and tells at most ``limit`` chains'
+    stories: the most severe, then earliest, chains are chosen and told in time order, so the
+    paragraph begins with the earliest warning or critical finding among them. Collects only
+    counts and those stories.
 
     Examples
     --------
     >>> summary_paragraph(chains(all_findings(tables)))   # doctest: +SKIP
-    '7 findings (5 critical) in 2 chains between 03:12:05 and 03:14:40 UTC. ...'
+    '7 warning or critical finding(s) (5 critical) in 2 chain(s) between 03:12:05 and 03:14:40 UTC. ...'
     """
     from pyspark.sql import functions as F
 
@@ -145,9 +183,11 @@ def summary_paragraph(chained: DataFrame, *, areas_without_data: list[str] | Non
     if not counts["n"]:
         return ("The analyses found nothing wrong in what the bundle holds (this is not a claim that the "
                 "cluster was healthy where the bundle has no data)." + missing)
-    stories = chain_summaries(chained).orderBy(severity_rank(), "start").limit(limit).collect()
+    chosen = chain_summaries(chained).orderBy(severity_rank(), "start").limit(limit).collect()
+    stories = sorted(chosen, key=lambda r: r["chain"])
     span = f"between {counts['first']:%Y-%m-%d %H:%M:%S} and {counts['last']:%Y-%m-%d %H:%M:%S} UTC"
-    lead = (f"{counts['n']} finding(s) ({counts['crit'] or 0} critical) in {counts['chains']} chain(s) {span}. "
+    lead = (f"{counts['n']} warning or critical finding(s) ({counts['crit'] or 0} critical) in "
+            f"{counts['chains']} chain(s) {span}. "
             + " ".join(f"Chain {r['chain']} ({r['start']:%H:%M:%S}–{r['end']:%H:%M:%S}): {r['story']}."
                        for r in stories))
     more = counts["chains"] - len(stories)

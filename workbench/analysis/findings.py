@@ -193,8 +193,8 @@ def grouped_findings(findings: DataFrame, *, min_subjects: int, phrases: Mapping
     """Findings that touch many subjects at once, as one finding per stretch of time.
 
     Findings of one area, kind, severity and subject type whose intervals overlap (or follow
-    within ``gap_s`` seconds) form a run, as :func:`workbench.analysis.correlate.chains` links
-    them. A run of findings on at least ``min_subjects`` distinct subjects becomes **one** finding
+    within ``gap_s`` seconds) form a run. A run of findings on at least ``min_subjects`` distinct
+    subjects becomes **one** finding
     (an incident on 4,000 partitions is one row, not 4,000); smaller runs, and findings without a
     start, stay as they are. So a finding's count follows incidents, not the cluster's size, and a
     bundle where few subjects are in trouble at once keeps one finding per subject.
