@@ -23,6 +23,15 @@ the touched file position equal the clean bundle's, and every finding about anot
 ``python benchmarks/bad_value_corpus.py [--only SUBSTRING] [--limit N]`` runs the whole corpus
 and prints one JSON line: variants, passed, failed (with reasons), counts by reader and kind, and
 timings. ``tests/test_bad_value_corpus.py`` runs a deterministic sample of it.
+
+``--report`` sends every variant through the real report pipeline instead (:func:`run_reports`):
+the composed incident-report notebook run by papermill, the HTML export, the summary JSON and the
+exit code, as ``workbench report`` does, but every report in one Jupyter kernel kept alive
+between bundles (:class:`workbench.report.ReportKernel`: one Python process and one Spark
+session for the whole corpus). A variant passes when its report exits 0 or 1, the HTML is
+written, a row of its problems appendix names the file, the position and the raw bad value
+(escaped), and its summary's findings about other subjects, and the key figures of every area the
+value cannot reach, equal the clean bundle's report.
 """
 
 from __future__ import annotations
@@ -227,7 +236,9 @@ def _metadata_variants(bundle: Path, scenario: str) -> list[Variant]:
             done.add(meta.name)
             if "partitionId" in meta.fields:
                 subject = f"{topics.get(meta.fields.get('topicId'), '*')}-{meta.fields['partitionId']}"
-                subjects = (f"isr:partition:{subject}", "quorum:*", "consumer_lag:*", "tier:*", "mirror:*")
+                # the partition, and the cluster-wide ISR findings that count it (offline, under min ISR...)
+                subjects = (f"isr:partition:{subject}", "isr:cluster:*", "quorum:*", "consumer_lag:*", "tier:*",
+                            "mirror:*")
             else:
                 subjects = ("quorum:*", f"isr:*:{meta.fields['brokerId']}")
             for fname, kind, value, new in edits:
@@ -809,13 +820,66 @@ def run_corpus(spark: Any, variants: list[Variant], *, work: Path | None = None,
     }
 
 
+def _variant_copy(v: Variant, work: Path, prefix: str, build: Callable[[str, str], Any]) -> Path:
+    """A copy of ``v``'s scenario bundle (hard links) under ``work`` with ``v``'s bad value written."""
+    dst = work / (prefix + re.sub(r"[^A-Za-z0-9_.-]", "_", v.id))
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(Path(build(BUNDLES[v.scenario], VERSION)), dst, copy_function=os.link)
+    v.edit(dst)
+    return dst
+
+
+def appendix_rows(text: str, path: str) -> list[str]:
+    """The rows (``<tr>...</tr>``) of a report's appendix whose cells name ``path`` (as the HTML escapes it)."""
+    import html
+
+    appendix = text[text.find("Appendix: what the bundle holds"):] if text else ""
+    cell = f"<td>{html.escape(path)}</td>"
+    return [row for row in re.findall(r"<tr>.*?</tr>", appendix, flags=re.DOTALL) if cell in row]
+
+
+def shows_value(v: Variant, text: str, bundle: Path) -> bool:
+    """Whether a row of the report's problems appendix names ``v``'s file, its position (where the format
+    has one) and the raw bad value, escaped as the HTML writes it."""
+    import html
+
+    rows = appendix_rows(text, str(bundle / v.path))
+    if v.position is not None:
+        rows = [r for r in rows if f"<td>{v.position}</td>" in r or f"<td>{v.position}.0</td>" in r]
+    return any(html.escape(r) in row for row in rows for r in _renderings(v.raw))
+
+
+def _area_touched(area: str, patterns: tuple[str, ...]) -> bool:
+    """Whether a finding of ``area`` may be about a subject the bad value feeds (its key figures may change)."""
+    return any(fnmatch.fnmatchcase(area, p.split(":")[0]) for p in patterns)
+
+
+def compare_summaries(v: Variant, got: dict, clean: dict) -> list[str]:
+    """Reasons the summary of ``v``'s report differs from the clean bundle's outside what ``v`` may change:
+    a finding about another subject, or the key figures of an area no pattern of ``v`` reaches."""
+    reasons = []
+    mine = sorted((_finding_key(f) for f in got["findings"] if not _touches(f, v.subjects)), key=repr)
+    theirs = sorted((_finding_key(f) for f in clean["findings"] if not _touches(f, v.subjects)), key=repr)
+    if mine != theirs:
+        extra = [k[:4] for k in mine if k not in theirs][:3]
+        lost = [k[:4] for k in theirs if k not in mine][:3]
+        reasons.append(f"findings about other subjects differ (new {extra}, gone {lost})")
+    for area, figures in clean["areas"].items():
+        if not _area_touched(area, v.subjects) and _plain(got["areas"].get(area)) != _plain(figures):
+            changed = sorted(k for k in set(figures) | set(got["areas"].get(area) or {})
+                             if _plain(figures.get(k)) != _plain((got["areas"].get(area) or {}).get(k)))
+            reasons.append(f"area {area}: key figures differ ({changed[:5]})")
+    if got["problems"] <= clean["problems"]:
+        reasons.append(f"the summary counts {got['problems']} problems, the clean bundle's {clean['problems']}")
+    return reasons
+
+
 def run_cli(variants: list[Variant], work: Path, build: Callable[[str, str], Any] | None = None) -> list[dict]:
     """Run the real ``workbench report`` (papermill, HTML, ``--summary``) on each variant.
 
     A variant passes when the command exits 0 or 1, writes the HTML report and the summary, and the
     report's problems appendix shows the raw bad value.
     """
-    import html
     import subprocess
 
     if build is None:
@@ -823,10 +887,7 @@ def run_cli(variants: list[Variant], work: Path, build: Callable[[str, str], Any
     out = []
     for v in variants:
         t0 = time.monotonic()
-        dst = work / ("cli-" + re.sub(r"[^A-Za-z0-9_.-]", "_", v.id))
-        shutil.rmtree(dst, ignore_errors=True)
-        shutil.copytree(Path(build(BUNDLES[v.scenario], VERSION)), dst, copy_function=os.link)
-        v.edit(dst)
+        dst = _variant_copy(v, work, "cli-", build)
         report, summary = work / f"{dst.name}.html", work / f"{dst.name}.json"
         proc = subprocess.run([sys.executable, "-m", "workbench", "report", "--bundle", str(dst), "--out", str(report),
                                "--summary", str(summary)], capture_output=True, text=True, cwd=ROOT)
@@ -836,8 +897,7 @@ def run_cli(variants: list[Variant], work: Path, build: Callable[[str, str], Any
         text = report.read_text(encoding="utf-8") if report.is_file() else ""
         if not text:
             reasons.append("no HTML report")
-        appendix = text[text.find("Appendix: what the bundle holds"):] if text else ""
-        if not any(html.escape(r) in appendix or r in appendix for r in _renderings(v.raw)):
+        if not shows_value(v, text, dst):
             reasons.append(f"the report's problems appendix does not show {v.raw!r}")
         problems = json.loads(summary.read_text(encoding="utf-8"))["problems"] if summary.is_file() else None
         if not problems:
@@ -846,6 +906,124 @@ def run_cli(variants: list[Variant], work: Path, build: Callable[[str, str], Any
                     "html_bytes": len(text), "seconds": round(time.monotonic() - t0, 1)})
         shutil.rmtree(dst, ignore_errors=True)
     return out
+
+
+def _tree_rss_mb(pid: int | None) -> float | None:
+    """Resident memory of a process and its children (the kernel and its Spark driver JVM), MiB."""
+    if pid is None:
+        return None
+    try:
+        import psutil
+
+        proc = psutil.Process(pid)
+        return round(sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 2**20, 1)
+    except Exception:  # psutil missing, or the process just ended
+        return None
+
+
+def _cell_seconds(executed: Path, into: dict[int, list]) -> None:
+    """Add each cell's duration (papermill's metadata) of an executed notebook to ``into``: index -> [seconds, text]."""
+    import nbformat
+
+    for i, cell in enumerate(nbformat.read(str(executed), as_version=4).cells):
+        seconds = (cell.metadata.get("papermill") or {}).get("duration")
+        if seconds is not None:
+            slot = into.setdefault(i, [0.0, cell.source.strip().split("\n")[-1][:80]])
+            slot[0] += seconds
+
+
+def run_reports(variants: list[Variant], work: Path, *, build: Callable[[str, str], Any] | None = None,
+                progress: Callable[[dict], None] | None = None, timeout: float | None = 900,
+                budget: float | None = None) -> dict[str, Any]:
+    """Run the real report pipeline (:class:`workbench.report.ReportKernel`: the composed notebook run by
+    papermill, HTML export, offline check, summary, exit code) on each scenario's clean bundle and each
+    variant, all in one kernel (one Python process, one Spark session).
+
+    A variant passes when its report exits 0 or 1, the HTML is written, a row of its problems
+    appendix names the file, the position and the raw bad value, and its summary's findings about
+    other subjects and the key figures of the areas the value cannot reach equal the clean
+    bundle's (:func:`compare_summaries`). The result is one JSON-able dict like :func:`run_corpus`'s,
+    with the kernel's memory after each report and where the notebook spent its time. ``budget``:
+    seconds after which no further variant is started (those left are counted as ``not_run``).
+    """
+    from workbench.report import ReportError, ReportKernel
+
+    if build is None:
+        from peer.scenario import build
+    t0 = time.monotonic()
+    results: list[dict] = []
+    clean: dict[str, dict] = {}
+    clean_seconds = 0.0
+    cells: dict[int, list] = {}
+    rss: list[float] = []
+    with ReportKernel() as kernel:
+        def report(bundle: Path, name: str) -> tuple[Any, str]:
+            html_out, executed = work / f"{name}.html", work / f"{name}.ipynb"
+            result = kernel.run(bundle, html_out, summary=work / f"{name}.json", keep_executed=executed,
+                                timeout=timeout)
+            _cell_seconds(executed, cells)
+            executed.unlink()
+            text = html_out.read_text(encoding="utf-8")
+            html_out.unlink()
+            return result, text
+
+        for v in variants:
+            if budget is not None and time.monotonic() - t0 > budget:
+                break
+            if v.scenario not in clean:
+                t1 = time.monotonic()
+                copy = work / f"clean-{v.scenario}"
+                shutil.rmtree(copy, ignore_errors=True)
+                shutil.copytree(Path(build(BUNDLES[v.scenario], VERSION)), copy, copy_function=os.link)
+                result, _ = report(copy, copy.name)
+                clean[v.scenario] = result.summary
+                clean_seconds += time.monotonic() - t1
+                shutil.rmtree(copy, ignore_errors=True)
+            t1 = time.monotonic()
+            dst = _variant_copy(v, work, "report-", build)
+            reasons: list[str] = []
+            exit_code = None
+            try:
+                result, text = report(dst, dst.name)
+                exit_code = result.exit_code
+                if exit_code not in (0, 1):
+                    reasons.append(f"exit {exit_code}")
+                if not text:
+                    reasons.append("no HTML report")
+                if not shows_value(v, text, dst):
+                    reasons.append(f"no row of the report's problems appendix names {v.path}@{v.position} and "
+                                   f"{v.raw!r}")
+                reasons += compare_summaries(v, result.summary, clean[v.scenario])
+            except ReportError as exc:
+                exit_code = 2
+                reasons.append(f"report failed: {str(exc)[:400]}")
+            shutil.rmtree(dst, ignore_errors=True)
+            memory = _tree_rss_mb(kernel.pid)
+            if memory is not None:
+                rss.append(memory)
+            row = {"id": v.id, "ok": not reasons, "exit": exit_code, "reasons": reasons,
+                   "seconds": round(time.monotonic() - t1, 1), "rss_mb": memory}
+            results.append(row)
+            if progress:
+                progress(row)
+        starts = kernel.starts
+    failed = [r for r in results if not r["ok"]]
+    slowest = sorted(cells.items(), key=lambda kv: -kv[1][0])[:8]
+    return {
+        "variants": len(results),
+        "passed": len(results) - len(failed),
+        "failed": len(failed),
+        "failures": {r["id"]: r["reasons"] for r in failed},
+        "not_run": len(variants) - len(results),
+        "exits": dict(Counter(str(r["exit"]) for r in results)),
+        "kernel_starts": starts,
+        "rss_mb": {"first": rss[0], "last": rss[-1], "max": max(rss)} if rss else None,
+        "clean_seconds": round(clean_seconds, 1),
+        "variant_seconds": round(sum(r["seconds"] for r in results), 1),
+        "seconds_per_report": round(sum(r["seconds"] for r in results) / max(1, len(results)), 1),
+        "slowest_cells": [{"cell": i, "seconds": round(sec, 1), "last_line": src} for i, (sec, src) in slowest],
+        "total_seconds": round(time.monotonic() - t0, 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -858,25 +1036,48 @@ def main(argv: list[str] | None = None) -> int:
                         help="also run the real workbench report (papermill, HTML) on N variants of the sample")
     parser.add_argument("--no-findings", action="store_true",
                         help="tables and problems only: no area's findings recomputed")
+    parser.add_argument("--report", action="store_true",
+                        help="instead: every variant through the real report pipeline (notebook, HTML, summary), "
+                             "all in one kernel and Spark session")
+    parser.add_argument("--sample", action="store_true", help="only the deterministic sample of the tests")
+    parser.add_argument("--rest", action="store_true", help="only the variants outside that sample")
+    parser.add_argument("--spread", action="store_true",
+                        help="take the readers in turn (one variant of each, then the next of each...)")
+    parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                        help="--report: start no variant after this many seconds (the rest counted as not_run)")
     args = parser.parse_args(argv)
     variants = [v for v in corpus() if args.only in v.id]
+    if args.sample or args.rest:
+        chosen = {v.id for v in sample(variants)}
+        variants = [v for v in variants if (v.id in chosen) == args.sample]
+    if args.spread:
+        by_reader: dict[str, list[Variant]] = {}
+        for v in variants:
+            by_reader.setdefault(v.reader, []).append(v)
+        turns = list(by_reader.values())
+        variants = [g[i] for i in range(max(map(len, turns), default=0)) for g in turns if i < len(g)]
     if args.limit:
         variants = variants[: args.limit]
     if args.list:
         for v in variants:
             print(v.id, v.path, v.raw, v.position)
         return 0
-    import workbench
-
-    spark = workbench.session("local[2]", app_name="bad-value-corpus", driver_memory="2g",
-                              conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
-                                    "spark.ui.enabled": "false"})
 
     def progress(r: dict) -> None:
         if args.verbose:
             print(("ok  " if r["ok"] else "FAIL") + f" {r['seconds']:6.1f}s {r['id']} {r['reasons'][:2]}",
                   file=sys.stderr, flush=True)
 
+    if args.report:
+        with tempfile.TemporaryDirectory(prefix="bad-value-reports-") as work:
+            result = run_reports(variants, Path(work), progress=progress, budget=args.budget)
+        print(json.dumps(result, sort_keys=True))
+        return 0 if result["failed"] == 0 else 1
+    import workbench
+
+    spark = workbench.session("local[2]", app_name="bad-value-corpus", driver_memory="2g",
+                              conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+                                    "spark.ui.enabled": "false"})
     result = run_corpus(spark, variants, progress=progress, findings=not args.no_findings)
     if args.cli:
         spark.stop()

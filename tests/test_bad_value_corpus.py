@@ -11,6 +11,12 @@ and cuts it, read before any table was built, so a file no report section reads,
 ``kafka-topics --describe`` capture, is in it too), and leave every row of every table it
 reaches identical to the clean bundle's outside the touched row. The whole corpus, with every
 affected area's findings compared subject by subject, is ``python benchmarks/bad_value_corpus.py``.
+
+The same sample then goes through the real report pipeline (the composed notebook, its HTML, the
+summary JSON, the exit code) with every report in one kernel and one Spark session
+(``workbench.report.ReportKernel``): each report exits 0 or 1, its problems appendix shows the raw
+value, and its findings about other subjects and the key figures of the areas the value cannot
+reach equal the clean bundle's report. ``--report`` runs the whole corpus that way.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.bad_value_corpus import corpus, run_corpus, sample
+from workbench.errors import ConfigError
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -44,3 +51,107 @@ def test_each_bad_value_is_a_problem_and_nothing_else_changes(spark, variants, t
     result = run_corpus(spark, sample(variants), work=tmp_path, findings=False)
     assert result["failures"] == {}
     assert result["passed"] == result["variants"] >= 20
+
+
+def _notebook(path):
+    """A report notebook of two cells: the parameters, and a cell that fails, kills its kernel or reports
+    what the kernel kept from the previous run."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell('bundle: str = ""\nreport: bool = False\nfail: str = ""',
+                                  metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(
+            "import os\n"
+            "print(f'pid={os.getpid()} kept={globals().get(\"left_over\")} count={get_ipython().execution_count}')\n"
+            "left_over = bundle\n"
+            "if fail == 'error':\n    raise ValueError('a cell failed on ' + bundle)\n"
+            "if fail == 'die':\n    os._exit(3)\n"),
+    ])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(path))
+    return str(path)
+
+
+def test_one_kernel_runs_report_after_report_and_a_failed_one_gets_an_error_and_its_successor_a_fresh_kernel(
+        tmp_path):
+    import re
+
+    from workbench.report import ReportError, ReportKernel, run_report
+
+    notebook = _notebook(tmp_path / "two_cells.ipynb")
+    (tmp_path / "bundle").mkdir()
+    out = tmp_path / "report.html"
+
+    def printed(result):
+        return re.search(r"pid=(\d+) kept=(\S+) count=(\d+)", result.path.read_text(encoding="utf-8")).groups()
+
+    alone = printed(run_report(tmp_path / "bundle", out, notebook=notebook))
+    runs = []
+    with ReportKernel() as kernel:
+        for fail in ("", "", "error", "", "die", ""):
+            try:
+                runs.append((fail, printed(kernel.run(tmp_path / "bundle", out, notebook=notebook,
+                                                      parameters={"fail": fail})), kernel.starts))
+            except ReportError as exc:
+                runs.append((fail, str(exc), kernel.starts))
+            assert kernel.pid is None if fail else kernel.pid == int(runs[-1][1][0])
+        with pytest.raises(ConfigError, match="has no parameter 'nope'"):
+            kernel.run(tmp_path / "bundle", out, notebook=notebook, parameters={"nope": 1})
+    assert kernel.pid is None
+    (_, first, _), (_, second, _), (_, error, _), (_, third, _), (_, died, _), (_, fourth, _) = runs
+    assert first[0] == second[0] != third[0] != fourth[0]  # one kernel until a report fails
+    assert [starts for *_, starts in runs] == [1, 1, 1, 2, 2, 3]
+    # nothing of the previous report is left in the kernel, and cells count as in a kernel of their own
+    assert {run[1:] for run in (first, second, third, fourth)} == {alone[1:]} == {("None", alone[2])}
+    assert "failed in cell" in error and "ValueError: a cell failed on" in error and "fresh one" in error
+    assert "DeadKernelError" in died and "fresh one" in died
+
+
+def _report_sample(variants):
+    """Few variants for the HTML pipeline (a report costs half a minute) that hold every reader
+    and every kind of bad value: one per reader, each reader's first variant of a kind not held
+    yet where it has one, then the first of any kind still missing."""
+    pool = variants
+    kinds = {v.kind for v in pool}
+    chosen: dict[str, object] = {}
+    held: set[str] = set()
+    for reader in dict.fromkeys(v.reader for v in pool):
+        mine = [v for v in pool if v.reader == reader]
+        pick = next((v for v in mine if v.kind not in held), mine[0])
+        chosen[pick.id] = pick
+        held.add(pick.kind)
+    missing = kinds - held
+    for v in pool:   # kinds no reader's pick brought in
+        if v.kind in missing:
+            chosen.setdefault(v.id, v)
+            missing.discard(v.kind)
+    return [v for v in pool if v.id in chosen]
+
+
+@pytest.mark.timeout(2400)
+def test_each_bad_value_goes_through_the_html_report_in_one_kernel(variants, kafka_bundle, tmp_path):
+    """Variants of the sample that hold every reader and every kind of bad value through the real pipeline:
+    the composed notebook, the HTML, the summary, the exit code; the whole corpus the same way is
+    ``python benchmarks/bad_value_corpus.py --report``."""
+    import sys
+    import time
+
+    from benchmarks.bad_value_corpus import run_reports
+
+    def progress(r):
+        print(f"{'ok' if r['ok'] else 'FAIL'} {r['seconds']}s {r['rss_mb']} MiB {r['id']} {r['reasons']}",
+              file=sys.stderr, flush=True)
+
+    chosen = _report_sample(variants)
+    t0 = time.monotonic()
+    result = run_reports(chosen, tmp_path, build=kafka_bundle, progress=progress)
+    print(f"{len(chosen)} variants through the report in one kernel: {time.monotonic() - t0:.0f} s, "
+          f"{result['seconds_per_report']} s a report, kernel memory {result['rss_mb']} MiB, "
+          f"slowest cells {result['slowest_cells'][:3]}")
+    assert result["failures"] == {}
+    assert result["passed"] == result["variants"] == len(chosen)
+    assert {v.reader for v in chosen} == {v.reader for v in variants}
+    assert {v.kind for v in chosen} == {v.kind for v in variants}
+    assert set(result["exits"]) <= {"0", "1"}
+    assert result["kernel_starts"] == 1

@@ -27,6 +27,7 @@ from workbench.params import convert_parameter, parse_instant
 
 __all__ = [
     "ReportError",
+    "ReportKernel",
     "ReportResult",
     "build_report",
     "compose_report_notebook",
@@ -269,13 +270,15 @@ def check_parameters(notebook: Path, parameters: Mapping[str, Any]) -> dict[str,
     return out
 
 
-def _execute(
-    notebook: Path, executed: Path, parameters: dict[str, Any], kernel_name: str, timeout: float | None
-) -> None:
+def _execute(notebook: Path, executed: Path, parameters: dict[str, Any], kernel_name: str, timeout: float | None,
+             kernel: ReportKernel | None = None) -> None:
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
     try:
+        # a kept kernel runs the notebook through papermill too (same parameter cell, same error
+        # handling), with an engine that reuses the kernel instead of starting one
+        engine = {} if kernel is None else kernel._engine_arguments()
         papermill.execute_notebook(
             str(notebook),
             str(executed),
@@ -285,19 +288,28 @@ def _execute(
             progress_bar=False,
             log_output=False,
             execution_timeout=timeout,
+            **engine,
         )
     except PapermillExecutionError as exc:
         raise ReportError(
             f"notebook {notebook.name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}; "
-            f"the executed notebook is kept at {executed}",
+            f"the executed notebook is kept at {executed}{_discarded(kernel)}",
             executed,
         ) from exc
     except Exception as exc:  # kernel death, timeouts, missing kernel: all mean no report
         kept = executed if executed.exists() else None
         where = f"; the executed notebook is kept at {executed}" if kept else ""
         raise ReportError(
-            f"notebook {notebook.name} could not be run: {type(exc).__name__}: {exc}{where}", kept
+            f"notebook {notebook.name} could not be run: {type(exc).__name__}: {exc}{where}{_discarded(kernel)}", kept
         ) from exc
+
+
+def _discarded(kernel: ReportKernel | None) -> str:
+    """Shut a kept kernel down after a failed run (its state is unknown): the next report starts a fresh one."""
+    if kernel is None:
+        return ""
+    kernel.discard()
+    return "; its kernel was shut down and the next report starts a fresh one"
 
 
 def _to_html(executed: Path, title: str) -> str:
@@ -488,6 +500,16 @@ def run_report(
     ConfigError
         Unknown notebook, parameter names or values, or a bad ``out``/``fail_on``.
     """
+    return _report(bundle, out, notebook=notebook, parameters=parameters, summary=summary, fail_on=fail_on,
+                   kernel_name=kernel_name, keep_executed=keep_executed, timeout=timeout,
+                   archive_limits=archive_limits, kernel=None)
+
+
+def _report(bundle: str | os.PathLike[str], out: str | os.PathLike[str], *, notebook: str,
+            parameters: Mapping[str, Any] | None, summary: str | os.PathLike[str] | None, fail_on: str,
+            kernel_name: str, keep_executed: str | os.PathLike[str] | None, timeout: float | None,
+            archive_limits: Any, kernel: ReportKernel | None) -> ReportResult:
+    """:func:`run_report`, in a kernel of its own (``kernel`` None) or in a kept :class:`ReportKernel`."""
     out_path = Path(out).expanduser().resolve()
     if out_path.is_dir():
         raise ConfigError(f"out: {out_path} is a directory; give an .html file name")
@@ -511,7 +533,7 @@ def run_report(
 
     run = dict(source=source, params=params, bundle_path=bundle_path, out_path=out_path, summary=summary,
                writes_summary=writes_summary, fail_on=fail_on, kernel_name=kernel_name, keep_executed=keep_executed,
-               timeout=timeout)
+               timeout=timeout, kernel=kernel)
     if bundle_path.is_file():
         from workbench.bundle import open_bundle
 
@@ -530,7 +552,8 @@ def _writable_dir(directory: Path) -> bool:
 
 def _run(*, source: Path, params: dict[str, Any], root: Path, bundle_path: Path, out_path: Path,
          summary: str | os.PathLike[str] | None, writes_summary: bool, fail_on: str, kernel_name: str,
-         keep_executed: str | os.PathLike[str] | None, timeout: float | None) -> ReportResult:
+         keep_executed: str | os.PathLike[str] | None, timeout: float | None,
+         kernel: ReportKernel | None) -> ReportResult:
     params = dict(params, bundle=str(root), report=True)
     scratch = Path(tempfile.mkdtemp(prefix="workbench-report-"))
     if keep_executed is not None:
@@ -543,7 +566,7 @@ def _run(*, source: Path, params: dict[str, Any], root: Path, bundle_path: Path,
         summary_file = Path(summary).expanduser().resolve() if summary else scratch / "summary.json"
         params["summary_path"] = str(summary_file)
 
-    _execute(source, executed, params, kernel_name, timeout)  # on failure the scratch dir is kept
+    _execute(source, executed, params, kernel_name, timeout, kernel)  # on failure the scratch dir is kept
     try:
         body = _to_html(executed, f"Kafka incident report: {bundle_path.name}")
         _check_offline(body, executed if keep_executed is not None else None)
@@ -557,3 +580,165 @@ def _run(*, source: Path, params: dict[str, Any], root: Path, bundle_path: Path,
     partial.write_text(body, encoding="utf-8")
     partial.replace(out_path)
     return ReportResult(out_path, document, exit_code_for(document, fail_on))
+
+
+# ------------------------------------------------------------------------------------------
+# many reports in one kernel
+
+#: What one report keeps in the kernel, dropped before the next: every loaded bundle's persisted
+#: reads, Parquet copies and derived results (:func:`workbench.spark.registry.unpersist_all`),
+#: the sessions' maps of open bundles and investigations, Spark's cache, and the notebook's
+#: variables (so no figure of one bundle can reach the next bundle's report); cells count from 1 again.
+_RELEASE = """\
+import workbench.investigation
+import workbench.spark.registry
+from pyspark.sql import SparkSession
+
+workbench.spark.registry.unpersist_all()
+workbench.spark.registry._SESSION_TABLES.clear()
+workbench.investigation._OPEN.clear()
+if SparkSession.getActiveSession() is not None:
+    SparkSession.getActiveSession().catalog.clearCache()
+get_ipython().run_line_magic("reset", "-f")
+get_ipython().execution_count = 1  # the next notebook's cells count from 1, as in a kernel of their own
+__import__("gc").collect()
+"""
+
+_ENGINE = "workbench-kept-kernel"
+
+
+class ReportKernel:
+    """One Jupyter kernel that runs report after report: one Python process and one Spark session for all.
+
+    :meth:`run` takes :func:`run_report`'s arguments and does what it does (the same checks of
+    every argument before anything runs, the notebook parameterised and run by papermill, the
+    same HTML export, offline check, summary and exit code), but in a kernel started once and
+    kept: the Spark session the first report starts serves the next ones. Between two reports
+    the kernel drops what the previous one kept (persisted tables, open investigations, Spark's
+    cache, the notebook's variables), so memory stays flat over hundreds of reports.
+
+    A report whose notebook fails (a cell error, a timeout, the kernel dying) raises
+    :class:`ReportError` as :func:`run_report` does (the command's exit 2), and its kernel is shut
+    down: the next report starts in a fresh one.
+
+    Examples
+    --------
+    >>> with ReportKernel() as kernel:                                              # doctest: +SKIP
+    ...     for bundle in bundles:
+    ...         result = kernel.run(bundle, f"reports/{bundle.name}.html", summary=f"reports/{bundle.name}.json")
+    """
+
+    def __init__(self, kernel_name: str = "python3", *, startup_timeout: float = 120) -> None:
+        self.kernel_name = kernel_name
+        self.startup_timeout = startup_timeout
+        self.km: Any = None
+        self.kc: Any = None
+        #: Kernels started so far (1 when no report failed).
+        self.starts = 0
+
+    def __enter__(self) -> ReportKernel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(self, bundle: str | os.PathLike[str], out: str | os.PathLike[str], **options: Any) -> ReportResult:
+        """Run a report notebook on a bundle in this kernel: :func:`run_report`'s arguments (but
+        ``kernel_name``, the kernel's), defaults, checks, result and errors."""
+        import inspect
+
+        call = inspect.signature(run_report).bind(bundle, out, kernel_name=self.kernel_name, **options)
+        call.apply_defaults()
+        try:
+            return _report(**call.arguments, kernel=self)
+        finally:
+            self._release()
+
+    @property
+    def pid(self) -> int | None:
+        """The kernel's process id while one runs (its Spark driver JVM is a child of it)."""
+        provisioner = getattr(self.km, "provisioner", None)
+        process = getattr(provisioner, "process", None)
+        return getattr(process, "pid", None)
+
+    def discard(self) -> None:
+        """Shut the kernel down, if one runs; the next report starts a fresh one."""
+        from jupyter_core.utils import ensure_async, run_sync
+
+        km, kc, self.km, self.kc = self.km, self.kc, None, None
+        if km is None:
+            return
+
+        async def shutdown() -> None:
+            try:
+                if await ensure_async(km.is_alive()):
+                    await ensure_async(km.shutdown_kernel(now=True))
+            finally:
+                await ensure_async(km.cleanup_resources())
+                if kc is not None:
+                    await ensure_async(kc.stop_channels())
+
+        try:
+            run_sync(shutdown)()
+        except Exception:  # a kernel that is already gone leaves nothing to shut down
+            pass
+
+    close = discard
+
+    def _engine_arguments(self) -> dict[str, Any]:
+        """papermill's engine and its arguments for a run in this kernel (a kernel manager made if
+        none is alive; the engine starts its kernel)."""
+        from jupyter_client.manager import AsyncKernelManager
+        from jupyter_core.utils import run_sync
+        from papermill.engines import papermill_engines
+
+        if _ENGINE not in papermill_engines._engines:
+            papermill_engines.register(_ENGINE, _kept_kernel_engine())
+        if self.km is not None and not run_sync(self.km.is_alive)():
+            self.discard()  # died between two reports
+        if self.km is None:
+            self.km = AsyncKernelManager(kernel_name=self.kernel_name)
+        return {"engine_name": _ENGINE, "kernel": self, "start_timeout": self.startup_timeout}
+
+    def _release(self) -> None:
+        """Drop what the last report kept in the kernel (nothing to do when no kernel is alive)."""
+        if self.km is None or self.kc is None:
+            return
+        import nbformat
+        from nbclient import NotebookClient
+
+        client = NotebookClient(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(_RELEASE)]), km=self.km,
+                                kernel_name=self.kernel_name, timeout=300)
+        client.kc = self.kc
+        try:
+            client.execute()
+        except Exception:  # a kernel that cannot drop what it kept is not reused
+            self.discard()
+
+
+def _kept_kernel_engine() -> type:
+    from papermill.clientwrap import PapermillNotebookClient
+    from papermill.engines import NBClientEngine
+    from papermill.log import logger
+
+    class KeptKernelEngine(NBClientEngine):
+        """papermill's nbclient engine, running in a :class:`ReportKernel`'s kernel (started on first use, kept)."""
+
+        @classmethod
+        def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, *, kernel: ReportKernel,
+                                     log_output: bool = False, stdout_file: Any = None, stderr_file: Any = None,
+                                     start_timeout: float = 60, execution_timeout: float | None = None,
+                                     **_: Any) -> Any:
+            client = PapermillNotebookClient(nb_man, km=kernel.km, kernel_name=kernel_name, timeout=execution_timeout,
+                                             startup_timeout=start_timeout, log=logger, log_output=log_output,
+                                             stdout_file=stdout_file, stderr_file=stderr_file)
+            client.kc = kernel.kc  # None the first time: nbclient starts the kernel and its client
+            starting = not kernel.km.has_kernel
+            try:
+                return client.execute()
+            finally:
+                kernel.kc = client.kc
+                kernel.starts += starting
+
+    return KeptKernelEngine
+
