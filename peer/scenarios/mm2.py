@@ -14,7 +14,9 @@ records arrive on the target, ``mm2_replicating``; after it has replicated for a
 stopped: ``mm2_stopping`` when SIGTERM is sent, ``mm2_stop`` once the process has exited (it
 commits its source offsets on the way out); ``OUTAGE_S`` s later it is started again
 (``mm2_start`` run 2), polled until records arrive again (``mm2_replicating`` run 2), and catches
-up; it runs until its metrics have been sampled ``SAMPLES_AFTER_RESTART`` times.
+up; it runs until ``PRODUCE_S`` + 20 s from the start and three captures from two capture
+intervals after ``mm2_replicating`` run 2 (a loaded machine's slow restart leaves it that long to
+catch up), and its metrics have been sampled ``SAMPLES_AFTER_RESTART`` times.
 
 Captures (every ``CAPTURE_EVERY_S`` s, and one right after MM2 exited): the source's end offsets
 (``kafka-get-offsets --time -1``), then ``kafka-consumer-groups --describe --group app`` on the
@@ -192,7 +194,10 @@ def run(ctx: ScenarioContext) -> None:
     ctx.wait_until(lambda: replicated_total() > before, timeout=RESTART_WAIT_S, interval=0.5,
                    what="MM2 replicating again")
     ctx.event("mm2_replicating", run=2)
-    while time.monotonic() - started < PRODUCE_S + 20:
+    replicating_at = time.monotonic()
+    settled = 0  # captures from two capture intervals after the restart on (caught up by then)
+    while time.monotonic() - started < PRODUCE_S + 20 or settled < 3:
+        settled += time.monotonic() - replicating_at >= 2 * CAPTURE_EVERY_S
         capture()
         ctx.sleep(CAPTURE_EVERY_S)
     capture()

