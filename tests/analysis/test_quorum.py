@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from tests.analysis.metadata_rows import COLUMNS, MetadataLog, at
@@ -81,3 +82,80 @@ def test_before_metadata_version_3_3_no_stall_is_claimed_and_the_finding_says_wh
     assert rows == [("no_noop_records", "info")]
     summary = found.first().summary
     assert "3.2-IV0" in summary and "no stall is claimed" in summary
+
+
+OFFSETS_DDL = ("node_id int, role string, time timestamp, source string, kind string, offset long, "
+               "record_time timestamp, leader_offset long, leader_time timestamp, offset_lag long, "
+               "time_lag_ms double, missing_since timestamp, behind_ms double, reported_lag_ms double, "
+               "reported_offset_lag long, note string")
+
+
+def test_a_brokers_unfence_after_its_episode_ends_is_the_episodes_unfence(spark):
+    # a resumed broker catches up with the log first and is unfenced on a later heartbeat: the
+    # unfence lands after the episode has ended and still tells when its fence ended; a second
+    # episode's fence and unfence are its own
+    from datetime import datetime, timedelta
+
+    t0 = datetime(2026, 1, 1, 0, 0, 0)
+
+    def t(s: float) -> datetime:
+        return t0 + timedelta(seconds=s)
+
+    def obs(s: float, behind_ms: float):
+        return (5, "broker", t(s), "jmxtool", "applied", 100, t(s - behind_ms / 1000), 110, t(s), 10,
+                behind_ms, t(s - behind_ms / 1000), behind_ms, None, None, None)
+
+    rows = [obs(0, 0.0), obs(1, 3000.0), obs(2, 4000.0), obs(3, 5000.0), obs(4, 0.0), obs(5, 0.0),
+            obs(10, 0.0), obs(11, 2000.0), obs(12, 0.0), obs(13, 0.0)]
+    offsets = spark.createDataFrame(rows, OFFSETS_DDL)
+    fence_rows = [(t(2.5), 50, 5, 17, "fenced", "BrokerRegistrationChangeRecord", None, None),
+                  (t(4.3), 55, 5, 17, "unfenced", "BrokerRegistrationChangeRecord", None, None),
+                  (t(11.5), 60, 5, 17, "fenced", "BrokerRegistrationChangeRecord", None, None),
+                  (t(11.8), 61, 5, 17, "unfenced", "BrokerRegistrationChangeRecord", None, None),
+                  (t(20), 70, 5, 17, "fenced", "BrokerRegistrationChangeRecord", None, None),
+                  (t(21), 71, 5, 17, "unfenced", "BrokerRegistrationChangeRecord", None, None)]
+    fences = spark.createDataFrame(fence_rows, "time timestamp, offset long, broker_id int, broker_epoch long, "
+                                   "event string, record_type string, episode_start timestamp, episode_end timestamp")
+    got = quorum.divergence_episodes(offsets, None, fences=fences).toPandas()
+    assert [(r.start, r.end, r.fenced_at, r.unfenced_at) for r in got.itertuples()] == [
+        (t(0), t(4), t(2.5), t(4.3)), (t(10), t(12), t(11.5), t(11.8))]
+    # without a fence in the episode, an unfence after its end is not its own
+    late = quorum.divergence_episodes(offsets, None, fences=fences.where("offset >= 55")).toPandas()
+    assert late.fenced_at.iloc[0] is pd.NaT and late.unfenced_at.iloc[0] is pd.NaT
+
+
+POSITIONS_DDL = ("node_id int, time timestamp, source string, kind string, offset long, reported_time timestamp, "
+                 "reported_lag_ms long, reported_offset_lag long, note string")
+
+
+def test_a_silent_scraper_stands_for_a_frozen_node_until_the_node_is_seen_past_its_last_answer(spark):
+    # JmxTool answers node 1 every second up to 10 s, then nothing until 22 s (blocked on a
+    # frozen JVM, and slow to answer again once it resumed). The leader's view of the node's
+    # fetches ends the silence where it shows the node past its last answer after a gap; a
+    # position seen just after the last answer, or a stale one, does not.
+    from datetime import datetime, timedelta
+
+    t0 = datetime(2026, 1, 1)
+
+    def row(s: float, offset: int, source: str = "jmxtool", kind: str = "applied"):
+        return (1, t0 + timedelta(seconds=s), source, kind, offset, None, None, None, None)
+
+    gauges = spark.createDataFrame([row(s, s) for s in range(11)] + [row(22, 30)], POSITIONS_DDL)
+
+    def filled(moved):
+        got = quorum._unanswered(gauges, moved).orderBy("time").collect()
+        return [((r.time - t0).total_seconds(), r.offset) for r in got]
+
+    assert filled(None) == [(float(s), 10) for s in range(11, 22)]
+    fetches = spark.createDataFrame([row(10.5, 11, "describe_replication", "fetched"),
+                                     row(15, 10, "describe_replication", "fetched"),
+                                     row(18, 25, "describe_replication", "fetched")], POSITIONS_DDL)
+    assert filled(fetches) == [(float(s), 10) for s in range(11, 18)]
+    # another export's answer at the same moment and offset (the node froze right after both
+    # answered) does not end the silence; one showing the node further on does
+    same = gauges.unionByName(spark.createDataFrame([row(10.3, 10, "prometheus_text")], POSITIONS_DDL))
+    further = gauges.unionByName(spark.createDataFrame([row(10.4, 11, "prometheus_text")], POSITIONS_DDL))
+    got = {name: [((r.time - t0).total_seconds(), r.offset) for r in
+                  quorum._unanswered(frame).where("source = 'jmxtool'").orderBy("time").collect()]
+           for name, frame in (("same", same), ("further", further))}
+    assert got == {"same": [(float(s), 10) for s in range(11, 22)], "further": []}

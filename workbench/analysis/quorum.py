@@ -707,7 +707,7 @@ def _metric_positions(metrics: DataFrame) -> DataFrame:
         F.lit(None).cast("long").alias("reported_offset_lag"), F.lit(None).cast("string").alias("note"))
 
 
-def _unanswered(positions: DataFrame) -> DataFrame:
+def _unanswered(positions: DataFrame, moved: DataFrame | None = None) -> DataFrame:
     """Where a node's scrapes stopped answering (a frozen or overloaded JVM): its last offset, repeated.
 
     For each node and export format, the usual interval is the median between its ``applied``
@@ -716,7 +716,14 @@ def _unanswered(positions: DataFrame) -> DataFrame:
     held at most that (an unanswered node is not shown to be current). A series that stops
     while other nodes' go on (the scraper gave up on the node) runs to the format's last sample.
     A gap ends where the node answered through another export (a scraper held up by another
-    node, not this one, is no evidence).
+    node, not this one, is no evidence; an answer within one usual interval of the last and at
+    its offset is of the same moment, e.g. both scrapers answered just before a freeze, and does
+    not end it), or where ``moved`` (other observations of the node, e.g.
+    the leader's ``describe --replication`` view of its fetches) shows it past the offset it last
+    answered after a silence that is itself a gap: it was running again, whatever the stalled
+    scraper says (a scraper blocked on a frozen JVM may take seconds to answer again once it
+    resumed). A stale position there (the leader repeats a frozen follower's last fetch), or one
+    seen just after the last answer, is no evidence.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -727,19 +734,35 @@ def _unanswered(positions: DataFrame) -> DataFrame:
                .withColumn("_next", F.coalesce(F.lead("time").over(series), last_of_source))
                .withColumn("_gap", F.unix_millis("_next") - F.unix_millis("time")))
     usual = applied.groupBy("node_id", "source").agg(F.percentile_approx("_gap", 0.5, 1000).alias("_usual"))
-    gaps = (applied.join(usual, ["node_id", "source"])
-            .where((F.col("_usual") > 0)
-                   & (F.col("_gap") > F.greatest(F.lit(MIN_GAP_MS), F.col("_usual") * GAP_INTERVALS))))
-    answers = positions.where(F.col("kind") == "applied").select(
-        F.col("node_id").alias("_a_node"), F.col("source").alias("_a_source"), F.col("time").alias("_a_time"))
+    threshold = F.greatest(F.lit(MIN_GAP_MS), F.col("_usual") * GAP_INTERVALS)
+    gaps = applied.join(usual, ["node_id", "source"]).where((F.col("_usual") > 0) & (F.col("_gap") > threshold))
+
+    def evidence(frame: DataFrame, any_offset: bool) -> DataFrame:
+        return frame.select(F.col("node_id").alias("_a_node"), F.col("source").alias("_a_source"),
+                            F.col("time").alias("_a_time"), F.col("offset").alias("_a_offset"),
+                            F.lit(any_offset).alias("_a_any"))
+
+    answers = evidence(positions.where(F.col("kind") == "applied"), True)
+    if moved is not None:
+        answers = answers.unionByName(evidence(moved, False))
+    # moved evidence counts once the silence before it is itself a gap: a position seen just
+    # after the last answer says nothing about the time after it
+    moved_on = ((F.col("_a_offset") > F.col("offset"))
+                & (F.unix_millis("_a_time") - F.unix_millis("time") > threshold))
+    # an answer through another export within one usual interval of the last, at the same
+    # offset, is of the same moment: it says nothing about the time after it (a node frozen
+    # right after both answered)
+    later = ((F.unix_millis("_a_time") - F.unix_millis("time") > F.col("_usual"))
+             | (F.col("_a_offset") > F.col("offset")))
     answered = ((F.col("_a_node") == F.col("node_id")) & (F.col("_a_source") != F.col("source"))
-                & (F.col("_a_time") > F.col("time")) & (F.col("_a_time") < F.col("_next")))
-    # a gap ends where the node answered through another export
+                & (F.col("_a_time") > F.col("time")) & (F.col("_a_time") < F.col("_next"))
+                & ((F.col("_a_any") & later) | moved_on))
+    # a gap ends where the node answered through another export, or was seen past its last answer
     cut = (gaps.join(answers, answered, "left")
            .groupBy("node_id", "source", "time", "offset", "_next", "_usual").agg(F.min("_a_time").alias("_answer"))
            .withColumn("_next", F.coalesce("_answer", "_next"))
            .withColumn("_gap", F.unix_millis("_next") - F.unix_millis("time")))
-    gaps = cut.where(F.col("_gap") > F.greatest(F.lit(MIN_GAP_MS), F.col("_usual") * GAP_INTERVALS))
+    gaps = cut.where(F.col("_gap") > threshold)
     missed = gaps.withColumn("_k", F.explode(F.sequence(F.lit(1), F.least(
         F.floor(F.col("_gap") / F.col("_usual")).cast("int") - 1, F.lit(100_000)))))
     return missed.select(
@@ -894,11 +917,12 @@ def node_offsets(appends: DataFrame, *, metrics: DataFrame | None = None, replic
     schema = ("node_id int, time timestamp, source string, kind string, offset long, reported_time timestamp, "
               "reported_lag_ms long, reported_offset_lag long, note string")
     parts = spark.createDataFrame([], schema)
+    fetches = _replication_positions(replication) if replication is not None else None
     if metrics is not None:
         gauges = _metric_positions(metrics)
-        parts = parts.unionByName(gauges).unionByName(_unanswered(gauges))
-    if replication is not None:
-        parts = parts.unionByName(_replication_positions(replication))
+        parts = parts.unionByName(gauges).unionByName(_unanswered(gauges, fetches))
+    if fetches is not None:
+        parts = parts.unionByName(fetches)
     if snapshots is not None:
         parts = parts.unionByName(_snapshot_positions(snapshots))
     if batches is not None:
@@ -961,8 +985,9 @@ def divergence_episodes(offsets: DataFrame, writing: NoOpWriting | None = None, 
     tolerance_ms : float, optional
         Default: twice the idle interval (1 s with Kafka's defaults).
     fences : DataFrame, optional
-        From :func:`fence_events` (without episodes): a broker's first fence and the unfence after
-        it within the episode.
+        From :func:`fence_events` (without episodes): a broker's first fence within the episode and
+        the first unfence after it, before the node's next episode (a resumed broker catches up
+        first and is unfenced on a later heartbeat: the unfence may follow the episode's end).
 
     Returns
     -------
@@ -1034,14 +1059,27 @@ def divergence_episodes(offsets: DataFrame, writing: NoOpWriting | None = None, 
     runs = (runs.withColumn("open", F.col("end").isNull())
             .withColumn("seconds", (F.unix_millis(F.coalesce("end", "last_behind")) - F.unix_millis("start")) / 1000.0))
     if fences is not None:
-        f = fences.select(F.col("broker_id").alias("node_id"), "time", "event")
+        # fenced_at: the broker's first fence within the episode. unfenced_at: the first unfence
+        # after it, even once the episode has ended (a resumed broker catches up with the log
+        # first and the controller unfences it on a later heartbeat), but before the node's next
+        # episode; without a fence in the episode, the last unfence within it
+        columns = runs.columns
+        runs = runs.withColumn("_next_start", F.lead("start").over(Window.partitionBy("node_id").orderBy("start")))
+        f = (fences.where(F.col("event").isin("fenced", "unfenced"))
+             .select(F.col("broker_id").alias("node_id"), "time", "event"))
         cond = ((F.col("f.node_id") == F.col("e.node_id")) & (F.col("f.time") >= F.col("e.start"))
-                & (F.col("e.end").isNull() | (F.col("f.time") <= F.col("e.end"))))
-        joined = (runs.alias("e").join(f.alias("f"), cond, "left")
-                  .groupBy(*[F.col(f"e.{c}") for c in runs.columns])
-                  .agg(F.min(F.when(F.col("f.event") == "fenced", F.col("f.time"))).alias("fenced_at"),
-                       F.max(F.when(F.col("f.event") == "unfenced", F.col("f.time"))).alias("unfenced_at")))
-        runs = joined
+                & (F.col("e._next_start").isNull() | (F.col("f.time") < F.col("e._next_start"))))
+        inside = F.col("e.end").isNull() | (F.col("f.time") <= F.col("e.end"))
+        runs = (runs.alias("e").join(f.alias("f"), cond, "left")
+                .groupBy(*[F.col(f"e.{c}") for c in columns])
+                .agg(F.min(F.when((F.col("f.event") == "fenced") & inside, F.col("f.time"))).alias("fenced_at"),
+                     F.array_sort(F.collect_list(F.when(F.col("f.event") == "unfenced",
+                                                        F.struct(F.col("f.time").alias("t"), inside.alias("i")))))
+                     .alias("_unfences"))
+                .withColumn("unfenced_at", F.when(
+                    F.col("fenced_at").isNotNull(),
+                    F.try_element_at(F.filter("_unfences", lambda u: u["t"] > F.col("fenced_at")), F.lit(1))["t"])
+                    .otherwise(F.try_element_at(F.filter("_unfences", lambda u: u["i"]), F.lit(-1))["t"])))
     else:
         runs = (runs.withColumn("fenced_at", F.lit(None).cast("timestamp"))
                 .withColumn("unfenced_at", F.lit(None).cast("timestamp")))
