@@ -29,8 +29,9 @@ from peer.errors import PeerError
 from peer.kafka import DEFAULT_VERSION, VERSIONS, fetch
 from peer.scenario import DEFAULT_SETS, ERA_SETS, SCENARIOS, build
 
-#: Scenarios by how long they take to build (longest first), to pack parallel builds.
-_LONGEST_FIRST = ("demo", "tiered", "mm2", "mm2_partial", "consumer_lag", "quorum", "isr", "idle")
+#: Scenarios by how long they take to build (longest first), to pack parallel builds; those built
+#: alone (``EXCLUSIVE``: quorum) last, once the others have been started.
+_LONGEST_FIRST = ("demo", "tiered", "mm2", "mm2_partial", "consumer_lag", "isr", "idle", "quorum")
 
 
 def _log(msg: str) -> None:

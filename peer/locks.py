@@ -89,3 +89,43 @@ def slot_lock(base: Path, slots: int, *, timeout: float, what: str = "") -> Iter
     finally:
         for fd in fds:
             os.close(fd)
+
+
+@contextmanager
+def all_slots_lock(base: Path, slots: int, *, timeout: float, what: str = "") -> Iterator[None]:
+    """Hold every one of the ``slots`` locks ``<base>.<i>`` at once: a build that runs alone.
+
+    The slots are taken in order, each kept once held, so builds that need one slot finish and
+    leave while no new one starts on a slot taken here; two builds that both want every slot
+    meet at slot 0 and never hold part of the set each. Waits at most ``timeout`` seconds in all.
+
+    Raises
+    ------
+    PeerError
+        When the slots are not all free within ``timeout`` seconds (those taken are released).
+    """
+    slots = max(1, int(slots))
+    base.parent.mkdir(parents=True, exist_ok=True)
+    fds = [os.open(f"{base}.{i}", os.O_RDWR | os.O_CREAT, 0o644) for i in range(slots)]
+    held = 0
+    try:
+        deadline = time.monotonic() + timeout
+        while held < slots:
+            try:
+                fcntl.flock(fds[held], fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise PeerError(
+                        f"{what or base} is busy (slot {held} of {base} held for more than {timeout:.0f} s)"
+                    ) from None
+                time.sleep(1.0)
+                continue
+            os.ftruncate(fds[held], 0)
+            os.write(fds[held], f"{os.getpid()}\n".encode())
+            held += 1
+        yield
+    finally:
+        for i, fd in enumerate(fds):
+            if i < held:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)

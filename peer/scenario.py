@@ -25,7 +25,7 @@ from peer.bundle import BundleWriter
 from peer.cluster import Cluster, cluster_id_for
 from peer.errors import PeerError, ScenarioError
 from peer.kafka import VERSIONS, Kafka, cache_root, fetch, fetch_era_server
-from peer.locks import file_lock, slot_lock
+from peer.locks import all_slots_lock, file_lock, slot_lock
 from peer.metrics import JmxSampler
 from peer.process import Managed, spawn
 
@@ -295,8 +295,9 @@ def build(
         if is_complete(target) and not force:
             log(f"{name}: reusing {target} (built by a concurrent run)")
             return target
-        with slot_lock(SCENARIO_LOCK, scenario_slots(), timeout=LOCK_TIMEOUT_S,
-                       what="other scenario builds"):
+        # a scenario whose judge compares clock readings (EXCLUSIVE) is built with the machine to itself
+        hold = all_slots_lock if getattr(module, "EXCLUSIVE", False) else slot_lock
+        with hold(SCENARIO_LOCK, scenario_slots(), timeout=LOCK_TIMEOUT_S, what="other scenario builds"):
             return _build_locked(name, module, kafka, target, log)
 
 

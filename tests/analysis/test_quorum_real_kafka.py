@@ -30,6 +30,11 @@ PAUSE_TOLERANCE_MS = SAMPLE_MS + quorum.DEFAULT_IDLE_MS
 #: LastAppliedRecordTimestamp gauge (measured: 1-6 ms; 33 ms at load 12 on 2 cores, where the
 #: thread waits between the reads). Idle batches are 500 ms apart: 100 ms still names one.
 CLOCK_MS = 100
+#: How long before its batch's stamp in the log the active controller's gauge may be: its
+#: LastAppliedRecordTimestamp is the time the write was *scheduled* (Kafka's OffsetControlManager
+#: says so: "not truly the append timestamp"), and the raft thread appends the batch after its
+#: linger (25 ms) and whatever it waits on a loaded machine; one sample interval bounds that.
+SCHEDULED_MS = SAMPLE_MS
 
 
 @pytest.fixture(scope="module", params=["4.3.1", "3.9.2"])
@@ -72,6 +77,29 @@ def pauses(manifest) -> list[tuple[int, str, int, int]]:
     return out
 
 
+def split_stalls(frames, manifest) -> tuple[pd.Series, pd.DataFrame]:
+    """The stall of the leader's pause, and every other stall.
+
+    The leader stopped appending when it was frozen: its stall begins at its last NoOp, at most
+    one sampling plus one idle interval before the pause. Any other stall must be an election a
+    resumed controller forced: before Kafka 4.0 there is no pre-vote (KIP-996), so a controller
+    frozen longer than its fetch timeout comes back as a candidate with a higher epoch and the
+    quorum elects again; on a loaded machine that election can outlast the stall threshold (3.9.2
+    measured at load 7: 2.07 and 2.10 s). Such a stall begins within that tolerance of the
+    resume, ends in a new epoch and lasts a few seconds.
+    """
+    stalls = frames["stalls"]
+    (_leader, _role, paused, _resumed), = [p for p in pauses(manifest) if p[1] == "leader controller"]
+    mine = stalls[(stalls.start.map(ms) >= paused - PAUSE_TOLERANCE_MS) & (stalls.start.map(ms) <= paused)]
+    assert len(mine) == 1, stalls
+    others = stalls.drop(mine.index)
+    resumes = [resumed for _n, role, _p, resumed in pauses(manifest) if "controller" in role]
+    for other in others.itertuples(index=False):
+        assert other.new_epoch and ms(other.end) - ms(other.start) <= 10_000, other
+        assert any(r - PAUSE_TOLERANCE_MS <= ms(other.start) <= r + SAMPLE_MS for r in resumes), (other, resumes)
+    return mine.iloc[0], others
+
+
 def leader_end_at(appends: pd.DataFrame, t_ms: int) -> int:
     """The last offset the leader's log held at ``t_ms`` (from the log's batches)."""
     times = [ms(t) for t in appends["time"]]
@@ -94,12 +122,11 @@ def test_the_cluster_writes_noops_at_the_idle_interval(analysed):
     assert abs(busiest.interval_p50_ms - quorum.DEFAULT_IDLE_MS) <= 50, cadence
 
 
-def test_the_leader_pause_is_the_only_stall_and_another_controller_leads_the_next_epoch(analysed):
+def test_the_leader_pause_is_a_stall_and_another_controller_leads_the_next_epoch(analysed):
     _tables, _result, frames, manifest = analysed
-    stalls, status = frames["stalls"], frames["status"]
+    status = frames["status"]
     (leader, _role, paused, resumed), = [p for p in pauses(manifest) if p[1] == "leader controller"]
-    assert len(stalls) == 1, stalls
-    stall = stalls.iloc[0]
+    stall, _elections = split_stalls(frames, manifest)   # every other stall is a resumed controller's election
     # the leader stopped appending when it was frozen (its last NoOp was at most one interval before)
     assert paused - PAUSE_TOLERANCE_MS <= ms(stall.start) <= paused, (stall.start, paused)
     assert ms(stall.end) < resumed + SAMPLE_MS
@@ -141,7 +168,8 @@ def test_other_episodes_are_nodes_catching_up_after_the_election_as_kafka_says(a
     #   after a paused node resumes, and then Kafka's own LastAppliedRecordLagMs says so;
     # * or before the baseline capture, while the topic is created.
     _tables, _result, frames, manifest = analysed
-    episodes, stall, offsets = frames["episodes"], frames["stalls"].iloc[0], frames["offsets"]
+    episodes, offsets = frames["episodes"], frames["offsets"]
+    stall, elections = split_stalls(frames, manifest)
     baseline = next(e["t_ms"] for e in manifest["events"] if e["event"] == "capture" and e["what"] == "baseline")
     leader_pauses = [paused for _n, role, paused, _r in pauses(manifest) if role == "leader controller"]
     assert leader_pauses
@@ -156,7 +184,8 @@ def test_other_episodes_are_nodes_catching_up_after_the_election_as_kafka_says(a
             assert ep.end is not None and not pd.isna(ep.end), ep
             assert ms(ep.end) <= ms(stall.end) + 5000, (ep, stall.end)
             continue
-        settling = [ms(stall.end)] + [resumed for *_x, resumed in pauses(manifest)]
+        settling = ([ms(stall.end)] + [ms(t) for t in elections.end]
+                    + [resumed for *_x, resumed in pauses(manifest)])
         after_fault = any(t <= ms(ep.start) <= t + 5000 for t in settling)
         if ms(ep.start) < baseline:
             continue
@@ -195,6 +224,9 @@ def test_applied_offsets_are_within_one_sample_of_the_log_and_their_times_are_ka
     batches = appends.sort_values("base_offset")
     batch_times = [ms(t) for t in batches.time]
     stopped = [(p[0], p[2], p[3]) for p in pauses(manifest)]
+    epochs = frames["timeline"].sort_values("start")
+    spans = [(int(e.leader), ms(e.start), ms(n)) for e, n in zip(
+        epochs.itertuples(index=False), list(epochs.start.iloc[1:]) + [None], strict=True) if pd.notna(e.start)]
     compared = behind = dated = exact = 0
     previous: dict[int, int] = {}  # node -> the offset of its previous sample
     for row in samples.sort_values(["node_id", "timestamp"]).itertuples(index=False):
@@ -225,6 +257,12 @@ def test_applied_offsets_are_within_one_sample_of_the_log_and_their_times_are_ka
             if len(held):
                 first = min(first, batches.index.get_loc(held[0]))
         near = [b for b in batch_times[max(0, first):] if abs(b - int(row.record_ms)) <= CLOCK_MS and b <= t + 1]
+        if not near and any(node == row.node_id and start <= t and end >= t - SAMPLE_MS for node, start, end in spans):
+            # the active controller's gauge (and, just after it lost the lead, what it kept) is the
+            # clock when it scheduled its latest write: before the raft thread appended the batch
+            # (which may land after JmxTool's stamp), or of a write an election then dropped from
+            # the log (3.9.2 at load 7: 501 ms after the batch holding the offset, no batch then)
+            near = [int(row.record_ms)] if batch_times[max(0, first)] - SCHEDULED_MS <= row.record_ms <= t + 1 else []
         assert near, (row.node_id, offset, row.record_ms)
         dated += 1
         exact += abs(batch_times[i] - int(row.record_ms)) <= CLOCK_MS
@@ -268,7 +306,10 @@ def test_the_paused_broker_is_fenced_and_unfenced_within_its_episode(analysed):
 def test_findings_say_what_happened(analysed):
     _tables, _result, frames, manifest = analysed
     findings = frames["findings"]
-    stall = findings[findings.kind == "commit_stall"]
+    leader_stall, elections = split_stalls(frames, manifest)
+    stalls = findings[findings.kind == "commit_stall"]
+    assert sorted(stalls.start.map(ms)) == sorted(map(ms, [leader_stall.start, *elections.start]))
+    stall = stalls[stalls.start.map(ms) == ms(leader_stall.start)]
     assert len(stall) == 1 and stall.severity.iloc[0] == "critical"
     leader = next(p[0] for p in pauses(manifest) if p[1] == "leader controller")
     assert f"controller {leader}, epoch" in stall.summary.iloc[0] and "led epoch" in stall.summary.iloc[0]

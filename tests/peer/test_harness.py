@@ -178,3 +178,32 @@ def test_failed_scenario_leaves_no_complete_marker(tmp_path: Path, monkeypatch) 
         scenario.build("isr", "4.3.1", out=target)
     assert (target / "manifest.json").exists()
     assert not scenario.is_complete(target)
+
+
+def test_all_slots_lock_waits_for_every_slot_and_holds_them_all(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from peer.errors import PeerError
+    from peer.locks import all_slots_lock
+
+    base = tmp_path / "builds.lock"
+    code = (
+        "import sys; from pathlib import Path; from peer.locks import slot_lock\n"
+        "try:\n"
+        f"    with slot_lock(Path({str(base)!r}), 3, timeout=1.5) as slot: sys.exit(10 + slot)\n"
+        "except Exception: sys.exit(3)\n"
+    )
+
+    def other() -> int:
+        return subprocess.run([sys.executable, "-c", code], timeout=30,
+                              cwd=Path(__file__).resolve().parents[2]).returncode
+
+    with slot_lock(base, 3, timeout=1) as first:      # another build holds slot 0
+        assert first == 0
+        with pytest.raises(PeerError, match="slot 0"), all_slots_lock(base, 3, timeout=1.5):
+            pass                                      # so the whole machine is not free
+        assert other() == 11                          # and what it took is released again
+    with all_slots_lock(base, 3, timeout=1):
+        assert other() == 3                           # held alone: no other build starts
+    assert other() == 10
