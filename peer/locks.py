@@ -28,25 +28,29 @@ def file_lock(path: Path, *, timeout: float, what: str = "") -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise PeerError(
-                        f"{what or path} is busy (lock {path} held for more than {timeout:.0f} s)"
-                    ) from None
-                time.sleep(1.0)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        _take(fd, time.monotonic() + timeout,
+              f"{what or path} is busy (lock {path} held for more than {timeout:.0f} s)")
         try:
             yield
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _take(fd: int, deadline: float, busy: str) -> None:
+    """Wait for an exclusive ``flock`` on ``fd`` until ``deadline`` (monotonic), then write our pid
+    into it; :class:`PeerError` with ``busy`` after the deadline."""
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise PeerError(busy) from None
+            time.sleep(1.0)
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
 
 
 @contextmanager
@@ -111,17 +115,8 @@ def all_slots_lock(base: Path, slots: int, *, timeout: float, what: str = "") ->
     try:
         deadline = time.monotonic() + timeout
         while held < slots:
-            try:
-                fcntl.flock(fds[held], fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise PeerError(
-                        f"{what or base} is busy (slot {held} of {base} held for more than {timeout:.0f} s)"
-                    ) from None
-                time.sleep(1.0)
-                continue
-            os.ftruncate(fds[held], 0)
-            os.write(fds[held], f"{os.getpid()}\n".encode())
+            _take(fds[held], deadline,
+                  f"{what or base} is busy (slot {held} of {base} held for more than {timeout:.0f} s)")
             held += 1
         yield
     finally:

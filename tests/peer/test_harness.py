@@ -132,21 +132,26 @@ def test_file_lock_times_out_when_held(tmp_path: Path) -> None:
         assert done.returncode == 3
 
 
-def test_slot_lock_admits_as_many_holders_as_slots(tmp_path: Path) -> None:
+def other_slot_holder(base: Path, slots: int) -> int:
+    """Another process asks for one of ``slots`` slots (waiting 1.5 s): 10 + its slot, or 3 if none was free."""
     import subprocess
     import sys
 
-    base = tmp_path / "builds.lock"
     code = (
         "import sys; from pathlib import Path; from peer.locks import slot_lock\n"
         "try:\n"
-        f"    with slot_lock(Path({str(base)!r}), 2, timeout=1.5) as slot: sys.exit(10 + slot)\n"
+        f"    with slot_lock(Path({str(base)!r}), {slots}, timeout=1.5) as slot: sys.exit(10 + slot)\n"
         "except Exception: sys.exit(3)\n"
     )
+    return subprocess.run([sys.executable, "-c", code], timeout=30, cwd=Path(__file__).resolve().parents[2]).returncode
+
+
+def test_slot_lock_admits_as_many_holders_as_slots(tmp_path: Path) -> None:
+
+    base = tmp_path / "builds.lock"
 
     def other() -> int:
-        return subprocess.run([sys.executable, "-c", code], timeout=30,
-                              cwd=Path(__file__).resolve().parents[2]).returncode
+        return other_slot_holder(base, 2)
 
     with slot_lock(base, 2, timeout=1) as first:
         assert first == 0
@@ -181,23 +186,14 @@ def test_failed_scenario_leaves_no_complete_marker(tmp_path: Path, monkeypatch) 
 
 
 def test_all_slots_lock_waits_for_every_slot_and_holds_them_all(tmp_path: Path) -> None:
-    import subprocess
-    import sys
 
     from peer.errors import PeerError
     from peer.locks import all_slots_lock
 
     base = tmp_path / "builds.lock"
-    code = (
-        "import sys; from pathlib import Path; from peer.locks import slot_lock\n"
-        "try:\n"
-        f"    with slot_lock(Path({str(base)!r}), 3, timeout=1.5) as slot: sys.exit(10 + slot)\n"
-        "except Exception: sys.exit(3)\n"
-    )
 
     def other() -> int:
-        return subprocess.run([sys.executable, "-c", code], timeout=30,
-                              cwd=Path(__file__).resolve().parents[2]).returncode
+        return other_slot_holder(base, 3)
 
     with slot_lock(base, 3, timeout=1) as first:      # another build holds slot 0
         assert first == 0
