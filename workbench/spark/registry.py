@@ -274,23 +274,22 @@ def write_parquet(spark: SparkSession, source: ArtifactSource, directory: str) -
 
     def write(item: tuple[int, Any]) -> int:
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        from workbench.spark.source import arrow_schema
+        from workbench.spark.source import TaskParquet, arrow_schema
 
         index, part = item
-        rows, held, partial = 0, [], f"{directory}/.part-{index:05d}.parquet.partial"  # hidden from readers
         schema = arrow_schema(ddl)
-        with pq.ParquetWriter(partial, schema, compression="snappy") as out:
-            for batch in reader.read(part):
-                held.append(batch)
-                rows += batch.num_rows
-                if sum(b.num_rows for b in held) >= ROW_GROUP_ROWS:
-                    out.write_table(pa.Table.from_batches(held, schema))
-                    held = []
-            if held:
-                out.write_table(pa.Table.from_batches(held, schema))
-        os.replace(partial, f"{directory}/part-{index:05d}.parquet")
+        out = TaskParquet(directory, f"part-{index:05d}", schema, create=True)
+        rows, held, held_rows = 0, [], 0
+        for batch in reader.read(part):
+            held.append(batch)
+            rows += batch.num_rows
+            held_rows += batch.num_rows
+            if held_rows >= ROW_GROUP_ROWS:
+                out.write(pa.Table.from_batches(held, schema))
+                held, held_rows = [], 0
+        out.write(pa.Table.from_batches(held, schema))
+        out.close()
         return rows
 
     if not parts:

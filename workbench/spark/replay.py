@@ -372,43 +372,33 @@ def replay_to_parquet(df: DataFrame, keys: Sequence[str], order: Sequence[str], 
     run = _unpack(keys, order, arrow_schema, factory)
 
     def write(batches: Iterator[Any]) -> Iterator[Any]:
-        import os
         import uuid
 
         import numpy as np
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
+        from workbench.spark.source import TaskParquet
         from workbench.spark.source import arrow_schema as to_arrow
 
         target = to_arrow(schema)
-        name = uuid.uuid4().hex
-        partial = f"{directory}/.{name}.parquet.partial"  # hidden from readers until complete
-        writer, held, rows = None, [], 0
-
-        def flush(table: Any) -> None:
-            nonlocal writer
-            if writer is None:
-                writer = pq.ParquetWriter(partial, target, compression="snappy")
-            writer.write_table(table, row_group_size=table.num_rows)
-
-        for out in run(batches):
-            held.append(pa.Table.from_batches([out]).cast(target))
-            rows += out.num_rows
-            if sum(t.num_rows for t in held) < group_rows:
+        out = TaskParquet(directory, f"part-{uuid.uuid4().hex}", target)
+        held, held_rows, rows = [], 0, 0
+        for batch in run(batches):
+            held.append(pa.Table.from_batches([batch]).cast(target))
+            rows += batch.num_rows
+            held_rows += batch.num_rows
+            if held_rows < group_rows:
                 continue
             table = pa.concat_tables(held).combine_chunks()
             starts = np.flatnonzero(key_starts(table.to_batches()[0], keys, None))
             cut = int(starts[-1]) if len(starts) else 0
             if cut > 0:  # write whole keys; the last one may go on in the next batch
-                flush(table.slice(0, cut))
+                out.write(table.slice(0, cut))
                 table = table.slice(cut)
-            held = [table]
-        if held and sum(t.num_rows for t in held):
-            flush(pa.concat_tables(held))
-        if writer is not None:
-            writer.close()
-            os.replace(partial, f"{directory}/part-{name}.parquet")
+            held, held_rows = [table], table.num_rows
+        if held:
+            out.write(pa.concat_tables(held))
+        out.close()
         yield pa.RecordBatch.from_pydict({"rows": pa.array([rows], pa.int64())})
 
     import os

@@ -132,6 +132,43 @@ def arrow_schema(ddl: str) -> pa.Schema:
     return pa.schema([pa.field(name, arrow_type(typ)) for name, typ in _split_fields(ddl)])
 
 
+class TaskParquet:
+    """One Parquet file a Spark task writes with pyarrow under a local directory.
+
+    Readers never see it half-written: it is ``.<name>.parquet.partial`` (hidden) until
+    :meth:`close` renames it ``<name>.parquet``. Each :meth:`write` is one row group. With
+    ``create`` the file exists even if nothing is written; else a task with no rows leaves none.
+    """
+
+    def __init__(self, directory: str, name: str, schema: pa.Schema, *, create: bool = False) -> None:
+        self.partial, self.final = f"{directory}/.{name}.parquet.partial", f"{directory}/{name}.parquet"
+        self.schema = schema
+        self._writer: Any = None
+        if create:
+            self._open()
+
+    def _open(self) -> None:
+        import pyarrow.parquet as pq
+
+        self._writer = pq.ParquetWriter(self.partial, self.schema, compression="snappy")
+
+    def write(self, table: pa.Table) -> None:
+        """Write ``table`` (of :attr:`schema`) as one row group; an empty table writes nothing."""
+        if table.num_rows == 0:
+            return
+        if self._writer is None:
+            self._open()
+        self._writer.write_table(table, row_group_size=table.num_rows)
+
+    def close(self) -> None:
+        """Finish the file and give it its final name (nothing if it was never opened)."""
+        import os
+
+        if self._writer is not None:
+            self._writer.close()
+            os.replace(self.partial, self.final)
+
+
 class FilePartition(InputPartition):
     """One artifact file (or byte range of one) to read. Picklable: plain values only."""
 
