@@ -159,3 +159,40 @@ def test_a_silent_scraper_stands_for_a_frozen_node_until_the_node_is_seen_past_i
                   quorum._unanswered(frame).where("source = 'jmxtool'").orderBy("time").collect()]
            for name, frame in (("same", same), ("further", further))}
     assert got == {"same": [(float(s), 10) for s in range(11, 22)], "further": []}
+
+
+def test_a_frozen_leaders_dropped_write_does_not_move_its_episode_to_the_next_epoch(spark):
+    # The leader (node 1) writes a NoOp every 500 ms (offsets 1-20) until it is frozen at 10.3 s;
+    # its last scrape, at 10.2 s, reported applied offset 21: the active controller counts a write
+    # when it schedules it, and the election dropped that one. Node 2 leads from 15 s and its
+    # first record is offset 21. Node 1 answers again when resumed at 20 s. Its episode starts
+    # when it stopped (one idle interval after its last record in the log, offset 20 at 10 s),
+    # not when the new leader wrote the record that took offset 21.
+    from workbench.spark.metrics import METRICS_SCHEMA
+
+    log = version_record(MetadataLog(), 0.0, 21)
+    for i in range(1, 21):
+        log.noop(i * 0.5)
+    for i in range(0, 20):
+        log.noop(15.0 + i * 0.5)                # offsets 21-40, node 2 from 15 s
+    metadata, batches = frames(spark, log, {21: 2})
+    appends = quorum.log_appends(batches, metadata)
+    applied = quorum.OFFSET_GAUGES["applied"][0]
+
+    def sample(node: int, s: float, offset: int):
+        return (node, f"/m/{node}.csv", "jmxtool", applied, applied, None, None, None,
+                at(s).replace(tzinfo=None), float(offset))
+
+    rows = [sample(1, s + 0.2, min(2 * s, 20) if s < 10 else 21) for s in range(0, 11)]
+    rows += [sample(1, s + 0.2, 2 * (s - 15) + 21) for s in range(20, 25)]     # answering again
+    rows += [sample(2, s + 0.1, 2 * s if s < 10 else (20 if s < 15 else 2 * (s - 15) + 21)) for s in range(0, 25)]
+    metrics = spark.createDataFrame(rows, METRICS_SCHEMA)
+    offsets = quorum.node_offsets(appends, metrics=metrics)
+    writing = quorum.noop_writing(metadata)
+    got = quorum.divergence_episodes(offsets, writing).where("node_id = 1").toPandas()
+    # one episode, from when node 1 stopped (10.5 s) to its answer after the resume
+    assert [(r.start, r.end) for r in got.itertuples()] == [
+        (pd.Timestamp(at(10.5).replace(tzinfo=None)), pd.Timestamp(at(20.2).replace(tzinfo=None)))], got
+    # its silence stands at the last offset the log held then, not at the dropped write's offset
+    silent = offsets.where("node_id = 1 AND kind = 'unanswered'").select("offset").distinct().collect()
+    assert [r.offset for r in silent] == [20]

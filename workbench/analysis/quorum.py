@@ -103,6 +103,12 @@ POSITION_KINDS: tuple[str, ...] = ("applied", "fetched", "snapshot", "log_end", 
 #: :data:`MIN_GAP_MS`) means the node did not answer: it held at most what it had before.
 GAP_INTERVALS = 2.0
 MIN_GAP_MS = 3000
+#: How long after a gauge sample's stamp the leader may have appended the record the sample
+#: reports (its linger, 25 ms, and the waits of a loaded machine). Shorter than any election
+#: (at least the 2 s fetch timeout): a frozen node's last answer is held only to what the log
+#: had by then, so a write an election dropped (the active controller's applied offset counts
+#: writes when scheduled) is not taken for the new leader's record at that offset.
+ANSWER_SLACK_MS = 500
 
 #: Columns of :func:`log_appends`.
 APPENDS_COLUMNS = ("node_id", "epoch", "base_offset", "last_offset", "records", "bytes", "time", "prev_time",
@@ -712,8 +718,8 @@ def _unanswered(positions: DataFrame, moved: DataFrame | None = None) -> DataFra
 
     For each node and export format, the usual interval is the median between its ``applied``
     samples; a gap longer than :data:`GAP_INTERVALS` of them (and :data:`MIN_GAP_MS`) gets one
-    ``unanswered`` row per missed interval, each with the offset of the last answer: the node
-    held at most that (an unanswered node is not shown to be current). A series that stops
+    ``unanswered`` row per missed interval, each with the offset of the last answer and its time
+    (``answered_at``): the node held at most that (an unanswered node is not shown to be current). A series that stops
     while other nodes' go on (the scraper gave up on the node) runs to the format's last sample.
     A gap ends where the node answered through another export (a scraper held up by another
     node, not this one, is no evidence; an answer within one usual interval of the last and at
@@ -769,7 +775,7 @@ def _unanswered(positions: DataFrame, moved: DataFrame | None = None) -> DataFra
         "node_id", (F.col("time") + F.make_dt_interval(secs=F.col("_k") * F.col("_usual") / 1000.0)).alias("time"),
         "source", F.lit("unanswered").alias("kind"), "offset", F.lit(None).cast("timestamp").alias("reported_time"),
         F.lit(None).cast("long").alias("reported_lag_ms"), F.lit(None).cast("long").alias("reported_offset_lag"),
-        F.lit(None).cast("string").alias("note"))
+        F.lit(None).cast("string").alias("note"), F.col("time").alias("answered_at"))
 
 
 def _replication_positions(replication: DataFrame) -> DataFrame:
@@ -870,7 +876,8 @@ def node_offsets(appends: DataFrame, *, metrics: DataFrame | None = None, replic
       ``committed`` (``LastCommittedRecordOffset``), ``log_end`` and ``high_watermark``
       (``raft-metrics``), and ``unanswered``: where a node's scrapes stopped for longer than
       :data:`GAP_INTERVALS` usual intervals, one row per missed interval with its last answered
-      offset (a frozen node applies nothing);
+      offset (a frozen node applies nothing), or the log's end :data:`ANSWER_SLACK_MS` after that
+      answer if lower (a frozen active controller's last write may be one an election dropped);
     * ``describe_replication``: each voter's and observer's log end as the leader saw it at its
       last fetch (``fetched``; the leader's own row is ``log_end``), at the moment the leader
       answered;
@@ -918,23 +925,33 @@ def node_offsets(appends: DataFrame, *, metrics: DataFrame | None = None, replic
               "reported_lag_ms long, reported_offset_lag long, note string")
     parts = spark.createDataFrame([], schema)
     fetches = _replication_positions(replication) if replication is not None else None
+    parts = parts.withColumn("answered_at", F.lit(None).cast("timestamp"))
     if metrics is not None:
         gauges = _metric_positions(metrics)
-        parts = parts.unionByName(gauges).unionByName(_unanswered(gauges, fetches))
+        parts = (parts.unionByName(gauges, allowMissingColumns=True)
+                 .unionByName(_unanswered(gauges, fetches)))
     if fetches is not None:
-        parts = parts.unionByName(fetches)
+        parts = parts.unionByName(fetches, allowMissingColumns=True)
     if snapshots is not None:
-        parts = parts.unionByName(_snapshot_positions(snapshots))
+        parts = parts.unionByName(_snapshot_positions(snapshots), allowMissingColumns=True)
     if batches is not None:
-        parts = parts.unionByName(_replica_ends(batches))
+        parts = parts.unionByName(_replica_ends(batches), allowMissingColumns=True)
     parts = parts.where(F.col("time").isNotNull() & F.col("offset").isNotNull())
 
     known = offset_times(appends, parts).withColumn("_k", F.lit(1))
     # the leader's last record at each moment: the largest offset appended by then
     by_time = known.withColumn("_reach", F.max("offset").over(
         Window.partitionBy("_k").orderBy("time", "offset").rowsBetween(Window.unboundedPreceding, 0)))
-    obs = parts.withColumn("_k", F.lit(1)).withColumn("_next", F.col("offset") + 1)
     leader_ends = by_time.select("_k", F.col("time").alias("_t"), F.col("_reach").alias("leader_offset"))
+    # an unanswered node held at most what the log had shortly after its last answer: an offset
+    # the log reached only later is another record there (a write an election dropped)
+    obs = parts.withColumn("_k", F.lit(1)).withColumn(
+        "_held_at", F.col("answered_at") + F.expr(f"INTERVAL {ANSWER_SLACK_MS} MILLISECONDS"))
+    obs = asof(obs, leader_ends.withColumnRenamed("leader_offset", "_held"), by=["_k"], left_time="_held_at",
+               right_time="_t", columns=["_held"])
+    obs = (obs.withColumn("offset", F.when(F.col("_held").isNotNull(), F.least("offset", "_held"))
+                          .otherwise(F.col("offset")))
+           .withColumn("_next", F.col("offset") + 1))
     obs = asof(obs, leader_ends,
                by=["_k"], left_time="time", right_time="_t", columns=["leader_offset"])
     # append time of an offset: the first known offset at or after it (offsets grow with time)
