@@ -23,6 +23,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
+	$(VENV)/bin/workbench compile
 	@touch $@
 
 # The demo incident has critical findings: the report's exit code 1 (for schedulers) is not a failure here

@@ -59,6 +59,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compile(args: argparse.Namespace) -> int:
+    from workbench.kernels import compile_kernels
+
+    compile_kernels(report=lambda line: print(f"workbench compile: {line}", file=sys.stderr))
+    return 0
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     from workbench.bundle import open_bundle
     from workbench.inspect import scan_problems
@@ -271,6 +278,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-on-problems", action="store_true", help="exit 1 when anything could not be read")
     _add_archive_options(p)
     p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("compile", help="compile the decoding and replay kernels now (done at installation)",
+                       description="Runs every numba kernel once on the demo bundle, so that their machine code "
+                                   "is cached and the first investigation does not wait for it.")
+    p.set_defaults(func=cmd_compile)
 
     _add_dump_parser(sub)
     return parser
