@@ -102,7 +102,8 @@ def binder_kernel(repo: Path) -> tuple[str, dict[str, str], str]:
         _run([python, "-m", "pip", "install", "-q", "-r", str(repo / "binder" / "requirements.txt")])
         env = {**os.environ, "HOME": str(fake_home), "PATH": f"{venv / 'bin'}:{os.environ.get('PATH', '')}",
                "VIRTUAL_ENV": str(venv)}
-        env.pop("PYTHONPATH", None)
+        for name in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):   # this run's, not Binder's
+            env.pop(name, None)
         _run(["bash", str(repo / "binder" / "postBuild")], cwd=repo, env=env)
         spec = share / "kernels" / KERNEL_NAME
         spec.mkdir(parents=True)
