@@ -62,6 +62,7 @@ def test_prometheus_export_equals_jmxtool(real_bundles, scenario):
         prom_keys = {_key(r) for r, _ in prom}
         assert set(jmx) <= prom_keys, sorted(set(jmx) - prom_keys)[:5]
         compared = mismatched = 0
+        compared_series = set()
         for r, t_end in prom:
             series = jmx.get(_key(r))
             if not series or _key(r) not in discrete:
@@ -75,9 +76,14 @@ def test_prometheus_export_equals_jmxtool(real_bundles, scenario):
                     or any(v != window[0][1] for _, v in window)):
                 continue  # the value changed around the scrape (or JmxTool had no sample on both sides)
             compared += 1
+            compared_series.add(_key(r))
             mismatched += r.value != window[0][1]
             assert r.value == window[0][1], (r.name, r.labels, t_ms, r.value, window)
-        assert compared >= 100 and mismatched == 0, (version, compared)
+        # the comparison covers the export, not one busy series: most discrete series were steady
+        # around some scrape (how many comparisons there are follows how long and how busy the run
+        # was: 84 to 696 per bundle measured, on 12 to 75 series)
+        assert mismatched == 0 and compared >= 50, (version, compared)
+        assert 2 * len(compared_series) >= len(discrete), (version, len(compared_series), len(discrete))
         assert tables.problems_of("metrics").count() == 0
         versions.add(version)
     # both versions where both bundles exist (3.9.2 builds isr by default, the others on request)
