@@ -17,31 +17,27 @@ from __future__ import annotations
 import io
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 
-def _demo_files(bundle: Path) -> list[str]:
-    """One file of each kind the dump writers read: a data and a metadata segment, an index, a snapshot."""
-    import re
+def _demo_files(bundle: Any) -> list[str]:
+    """One file of each kind the dump writers read (from the bundle's inventory): a data, a
+    metadata and a ``__consumer_offsets`` segment, an offset and a time index, a snapshot."""
+    from workbench.formats.topics import METADATA_TOPIC, OFFSETS_TOPIC
 
     wanted = {
-        "data segment": lambda p: p.suffix == ".log" and not p.parent.name.startswith("__"),
-        "metadata segment": lambda p: p.suffix == ".log" and p.parent.name.startswith("__cluster_metadata"),
-        "offsets segment": lambda p: p.suffix == ".log" and p.parent.name.startswith("__consumer_offsets"),
-        "offset index": lambda p: p.suffix == ".index",
-        "time index": lambda p: p.suffix == ".timeindex",
-        "snapshot": lambda p: p.suffix == ".checkpoint" and p.parent.name.startswith("__cluster_metadata"),
+        "data segment": lambda a: a.kind == "segment" and not (a.topic or "").startswith("__"),
+        "metadata segment": lambda a: a.kind == "segment" and a.topic == METADATA_TOPIC,
+        "offsets segment": lambda a: a.kind == "segment" and a.topic == OFFSETS_TOPIC,
+        "offset index": lambda a: a.kind == "offset_index",
+        "time index": lambda a: a.kind == "time_index",
+        "snapshot": lambda a: a.kind == "snapshot" and a.topic == METADATA_TOPIC,
     }
     found: dict[str, str] = {}
-    for path in sorted(bundle.rglob("*")):
-        # a partition directory's files, named by their base offset
-        if (not re.fullmatch(r"\d{20}(-\d{10})?\.[a-z]+", path.name) or not re.search(r"-\d+$", path.parent.name)
-                or not path.is_file() or path.stat().st_size == 0):
-            continue
+    for artifact in sorted(bundle.of_kind("segment", "offset_index", "time_index", "snapshot"), key=lambda a: a.path):
         for kind, match in wanted.items():
-            if kind not in found and match(path):
-                found[kind] = str(path)
+            if kind not in found and artifact.bytes > 0 and match(artifact):
+                found[kind] = str(bundle.root / artifact.path)
     return list(found.values())
 
 
@@ -68,7 +64,8 @@ def compile_kernels(spark: Any = None, *, report: Callable[[str], None] | None =
     say = report or (lambda line: None)
     took: dict[str, float] = {}
     bundle = demo_bundle_path()
-    files = _demo_files(bundle)
+    with open_bundle(bundle) as opened:
+        files = _demo_files(opened)
 
     t = time.perf_counter()
     for fmt in ("kafka", "jsonl"):
