@@ -31,9 +31,11 @@ from peer.process import Managed, spawn
 
 #: Scenarios of both pinned releases, in build order.
 PINNED_SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2", "mm2_partial")
-#: Every scenario: also ``idle`` (older releases only, :data:`ERA_SETS`) and ``demo`` (one
-#: incident across all five areas, on the default release only; the shipped demo is still ``isr``).
-SCENARIOS = (*PINNED_SCENARIOS, "idle", "demo")
+#: Every scenario: also ``idle`` (older releases only, :data:`ERA_SETS`), ``demo`` (one
+#: incident across all five areas, on the default release only; the shipped demo is still ``isr``)
+#: and ``hostile`` (HTML, script and invisible characters in every free-text field; on the default
+#: release, built by its own test, ``tests/test_hostile_report.py``, rather than by default).
+SCENARIOS = (*PINNED_SCENARIOS, "idle", "demo", "hostile")
 COMPLETE = ".complete"
 #: Scenarios built per pinned version by default: every scenario on every pinned release. The
 #: test suite is parametrised over exactly these (version, scenario) pairs, so what it collects
