@@ -41,18 +41,17 @@ pio.renderers.default = "plotly_mimetype+notebook"
 inv = open_investigation(bundle, params=globals())
 
 # %%
-import html
-
 from widgets import timeline as timeline_view
+from widgets.tables import text_html
 from workbench.analysis import correlate
 
 chained = inv.chains()
 nothing = inv.nothing_to_analyse()
 if nothing:  # no area has data: say so first, list what was found, claim nothing about health
-    display(HTML('<p class="wb-summary wb-nothing"><strong>' + html.escape(nothing) + "</strong></p>"))
+    display(HTML('<p class="wb-summary wb-nothing"><strong>' + text_html(nothing) + "</strong></p>"))
     display(HTML(table_html(inv.unusable_files(), limit=200, empty="")))
 else:
-    display(HTML('<p class="wb-summary">' + html.escape(
+    display(HTML('<p class="wb-summary">' + text_html(
         correlate.summary_paragraph(chained, areas_without_data=inv.areas_without_data())) + "</p>"))
 
 # %% [markdown]

@@ -40,10 +40,9 @@ pio.renderers.default = "plotly_mimetype+notebook"
 inv = open_investigation(bundle, params=globals())
 
 # %%
-import html
-
 from widgets import quorum as quorum_view
 from widgets.findings import findings_html
+from widgets.tables import text_html
 from workbench.analysis import quorum as quorum_analysis
 from workbench.analysis.findings import ordered_findings
 
@@ -59,7 +58,7 @@ if not quorum_data:
 # %%
 if quorum_data:
     quorum_result = quorum_analysis.analyse(inv.tables, inv.params)
-    display(HTML(f"<p>{html.escape(quorum_result.writing.reason())}.</p>"))
+    display(HTML(f"<p>{text_html(quorum_result.writing.reason())}.</p>"))
     display(HTML(findings_html(ordered_findings(quorum_analysis.findings_for(inv.tables, inv.params)).toPandas(),
                                empty="The quorum never stalled and no node fell behind.")))
 

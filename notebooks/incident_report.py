@@ -51,18 +51,17 @@ pio.renderers.default = "plotly_mimetype+notebook"
 inv = open_investigation(bundle, params=globals())
 
 # %%
-import html
-
 from widgets import timeline as timeline_view
+from widgets.tables import text_html
 from workbench.analysis import correlate
 
 chained = inv.chains()
 nothing = inv.nothing_to_analyse()
 if nothing:  # no area has data: say so first, list what was found, claim nothing about health
-    display(HTML('<p class="wb-summary wb-nothing"><strong>' + html.escape(nothing) + "</strong></p>"))
+    display(HTML('<p class="wb-summary wb-nothing"><strong>' + text_html(nothing) + "</strong></p>"))
     display(HTML(table_html(inv.unusable_files(), limit=200, empty="")))
 else:
-    display(HTML('<p class="wb-summary">' + html.escape(
+    display(HTML('<p class="wb-summary">' + text_html(
         correlate.summary_paragraph(chained, areas_without_data=inv.areas_without_data())) + "</p>"))
 
 # %% [markdown]
@@ -109,10 +108,9 @@ display(HTML(table_html(inv.findings_by_area().toPandas(), limit=None, empty="No
 # captures and whatever KIP-835 and raft gauges were exported.
 
 # %%
-import html
-
 from widgets import quorum as quorum_view
 from widgets.findings import findings_html
+from widgets.tables import text_html
 from workbench.analysis import quorum as quorum_analysis
 from workbench.analysis.findings import ordered_findings
 
@@ -128,7 +126,7 @@ if not quorum_data:
 # %%
 if quorum_data:
     quorum_result = quorum_analysis.analyse(inv.tables, inv.params)
-    display(HTML(f"<p>{html.escape(quorum_result.writing.reason())}.</p>"))
+    display(HTML(f"<p>{text_html(quorum_result.writing.reason())}.</p>"))
     display(HTML(findings_html(ordered_findings(quorum_analysis.findings_for(inv.tables, inv.params)).toPandas(),
                                empty="The quorum never stalled and no node fell behind.")))
 

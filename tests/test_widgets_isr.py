@@ -278,7 +278,7 @@ def test_counts_empty_and_missing_columns() -> None:
 def test_view_starts_with_everything_shown() -> None:
     view = IsrTimeline(states_frame(), counts_frame())
 
-    assert view.topic_filter.options == ("orders", "payments")
+    assert view.topic_filter.options == (("orders", "orders"), ("payments", "payments"))  # (label, topic)
     assert view.topic_filter.value == ()
     assert view.state_filter.value == ()
     assert view.time_range.value == (pd.Timestamp(DAY + "03:00:00"), pd.Timestamp(DAY + "03:20:00"))

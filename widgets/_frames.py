@@ -9,7 +9,10 @@ plotly draws the same axis whatever the input.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import html
+import re
+import unicodedata
 from collections.abc import Iterable
 from typing import Any, TypeAlias
 
@@ -113,8 +116,71 @@ def int_list(value: Any) -> str:
     return "[" + ", ".join(str(int(v)) for v in value) + "]"
 
 
-def plotly_text(text: str) -> str:
-    """Escape ``text`` for plotly's label markup (``<``, ``>``, ``&``), so it shows literally.
+#: Longest run of characters without a space shown whole (a topic name is at most 249; a group
+#: id, a client id or a crafted name in a damaged log can be any length).
+MAX_WORD = 200
+#: The same for a label on an axis or in a legend, where width is scarce.
+LABEL_WORD = 40
+_LONG_WORD = re.compile(rf"\S{{{MAX_WORD + 1},}}")
+#: Unicode categories shown as ``⟨U+XXXX⟩``: controls, format characters (bidirectional
+#: embeddings, overrides, isolates and marks, zero-width characters, the byte-order mark) and the
+#: line and paragraph separators. Each changes how the text around it reads, or cannot be seen.
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def visible_text(text: str, max_word: int = MAX_WORD) -> str:
+    """Text taken from logs as a person can read it: hidden characters shown, endless names cut.
+
+    Every control, format or separator character (a right-to-left override U+202E that would
+    reverse the rest of a sentence, a zero-width space that makes two names look equal) becomes
+    ``⟨U+202E⟩``; a run of more than ``max_word`` characters without a space keeps its start and
+    end around ``…⟨N characters #digest⟩…`` (the digest of the whole run tells two such names
+    apart). Escaping for HTML or plotly comes after (:func:`plotly_text`,
+    :func:`widgets.tables.text_html`). Newlines and tabs are kept.
+
+    Examples
+    --------
+    >>> visible_text("topic \u202eabc partition 0")
+    'topic ⟨U+202E⟩abc partition 0'
+    >>> visible_text("x" * 300, max_word=20)
+    'xxxxxxxxxx…⟨300 characters #c5dfe9⟩…xxxxx'
+    """
+    text = str(text)
+    if len(text) > max_word:
+        long_word = _LONG_WORD if max_word == MAX_WORD else re.compile(rf"\S{{{max_word + 1},}}")
+        text = long_word.sub(lambda m: _shortened(m.group(0), max_word), text)
+    if text.isprintable():  # no control, format or separator character (the common case)
+        return text
+    return "".join(_shown(c) for c in text)
+
+
+def _shortened(word: str, max_word: int) -> str:
+    digest = hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=3).hexdigest()
+    return f"{word[:max_word // 2]}…⟨{len(word):,} characters #{digest}⟩…{word[-(max_word // 4):]}"
+
+
+def _shown(char: str) -> str:
+    if char in "\n\t" or unicodedata.category(char) not in _HIDDEN:
+        return char
+    return f"⟨U+{ord(char):04X}⟩"
+
+
+def labelled(values: Iterable[str], max_word: int = 80) -> list[tuple[str, str]]:
+    """``(label, value)`` options for a selection widget: each value under its :func:`visible_text`
+    label (names from logs, shortened for a list), the value itself kept for filtering.
+
+    Examples
+    --------
+    >>> labelled(["orders", "\u202eabc"])
+    [('orders', 'orders'), ('⟨U+202E⟩abc', '\u202eabc')]
+    """
+    return [(visible_text(v, max_word), v) for v in values]
+
+
+def plotly_text(text: str, max_word: int = MAX_WORD) -> str:
+    """``text`` for plotly's label markup: hidden characters shown and long names cut
+    (:func:`visible_text`; ``max_word`` :data:`LABEL_WORD` for an axis or legend label), then
+    ``<``, ``>`` and ``&`` escaped, so it shows literally.
 
     Plotly renders a few tags (``<b>``, ``<br>``, ``<a href>``...) in titles, ticks and hover
     text and decodes ``&lt;``, ``&gt;`` and ``&amp;``, but not ``&quot;``: quotes stay as they
@@ -125,4 +191,4 @@ def plotly_text(text: str) -> str:
     >>> plotly_text('<a href="x">')
     '&lt;a href="x"&gt;'
     """
-    return html.escape(text, quote=False)
+    return html.escape(visible_text(text, max_word), quote=False)

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from widgets._frames import TimeLike, parse_time, plotly_text, require_columns, utc_naive
+from widgets._frames import TimeLike, labelled, parse_time, plotly_text, require_columns, utc_naive
 from widgets.linking import TimeWindow, register_view
 from workbench.errors import ConfigError
 
@@ -278,8 +278,10 @@ class ConsumerLagView(ipw.VBox):
         topics = sorted({str(t) for t in pd.concat([hist["topic"], series["topic"]]).dropna()})
         brokers = sorted({str(b) for b in hist["broker"].dropna()})
         self.metric = ipw.ToggleButtons(options=["records", "bytes", "time"], value="bytes", description="Lag in")
-        self.group_filter = ipw.SelectMultiple(options=groups, rows=min(6, max(3, len(groups))), description="Groups")
-        self.topic_filter = ipw.SelectMultiple(options=topics, rows=min(6, max(3, len(topics))), description="Topics")
+        self.group_filter = ipw.SelectMultiple(options=labelled(groups), rows=min(6, max(3, len(groups))),
+                                               description="Groups")
+        self.topic_filter = ipw.SelectMultiple(options=labelled(topics), rows=min(6, max(3, len(topics))),
+                                               description="Topics")
         self.broker_filter = ipw.SelectMultiple(options=brokers, rows=min(6, max(2, len(brokers))),
                                                 description="Brokers")
         self.search = ipw.Text(description="Search", placeholder="group or topic-partition", continuous_update=False)

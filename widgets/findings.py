@@ -2,7 +2,8 @@
 
 Input is a small pandas frame of :data:`workbench.analysis.findings.FINDINGS_SCHEMA` rows (from
 an analysis' ``findings(...)`` or :func:`workbench.analysis.findings.all_findings`, ordered there).
-Summaries come from logs (topic names, group ids): every one is HTML-escaped.
+Summaries come from logs (topic names, group ids): hidden characters are shown, endless names cut
+(:func:`widgets._frames.visible_text`), and every one is HTML-escaped.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import html
 
 import pandas as pd
 
-from widgets._frames import require_columns
+from widgets._frames import require_columns, visible_text
 
 __all__ = ["SEVERITY_COLORS", "findings_html"]
 
@@ -46,7 +47,7 @@ def findings_html(findings: pd.DataFrame, *, limit: int | None = 50,
         return f'<p class="wb-findings">{html.escape(empty)}</p>'
     shown = findings if limit is None else findings.head(limit)
     items = "".join(
-        f'<li class="wb-{html.escape(str(sev), quote=True)}">{html.escape(str(text))}</li>'
+        f'<li class="wb-{html.escape(str(sev), quote=True)}">{html.escape(visible_text(str(text)))}</li>'
         for sev, text in zip(shown["severity"], shown["summary"], strict=True)
     )
     total = len(findings) if total is None else max(total, len(findings))

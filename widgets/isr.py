@@ -27,9 +27,11 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from widgets._frames import (
+    LABEL_WORD,
     TimeLike,
     format_time,
     int_list,
+    labelled,
     parse_time,
     plotly_text,
     require_columns,
@@ -105,7 +107,7 @@ def partition_label(topic: str, partition: int) -> str:
     >>> partition_label("<b>x</b>", 0)
     '&lt;b&gt;x&lt;/b&gt;-0'
     """
-    return plotly_text(f"{topic}-{int(partition)}")
+    return plotly_text(f"{topic}-{int(partition)}", LABEL_WORD)
 
 
 def _selection(values: Iterable[str] | str | None) -> list[str] | None:
@@ -572,7 +574,7 @@ class IsrTimeline(ipw.VBox):
         present = set(self._states["state"])
         wanted = set(_selection(topics) or ())
         self.topic_filter = ipw.SelectMultiple(
-            options=topics_present,
+            options=labelled(topics_present),
             value=tuple(t for t in topics_present if t in wanted),
             rows=min(8, max(3, len(topics_present))),
             description="Topics",

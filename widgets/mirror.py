@@ -23,7 +23,16 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
-from widgets._frames import TimeLike, format_time, parse_time, plotly_text, require_columns, utc_naive
+from widgets._frames import (
+    LABEL_WORD,
+    TimeLike,
+    format_time,
+    labelled,
+    parse_time,
+    plotly_text,
+    require_columns,
+    utc_naive,
+)
 from widgets.linking import TimeWindow, register_view
 from widgets.tables import table_html
 from workbench.errors import ConfigError
@@ -42,7 +51,7 @@ AGE_METRICS = ("replication-latency-ms", "record-age-ms")
 
 
 def _label(topic: Any, partition: Any) -> str:
-    return plotly_text(f"{topic}-{int(partition)}")
+    return plotly_text(f"{topic}-{int(partition)}", LABEL_WORD)
 
 
 def _selection(values: Iterable[str] | str | None) -> list[str] | None:
@@ -122,7 +131,7 @@ def figure_backlog(
     frame["_label"] = [_label(t, p) for t, p in zip(frame["topic"], frame["partition"], strict=True)]
     wanted = _selection(partitions)
     if wanted is not None:
-        frame = frame[frame["_label"].isin([plotly_text(w) for w in wanted])]
+        frame = frame[frame["_label"].isin([plotly_text(w, LABEL_WORD) for w in wanted])]
     if lo is not None:
         frame = frame[frame["window_end"] > lo]
     if hi is not None:
@@ -289,7 +298,7 @@ class MirrorBacklog(ipw.VBox):
         labels = sorted({f"{t}-{int(p)}" for t, p in zip(windows["topic"], windows["partition"], strict=True)})
         self.measure = ipw.ToggleButtons(options=[("records", "records"), ("bytes", "bytes"), ("age", "age")],
                                          value="records", description="Lag in")
-        self.partition_filter = ipw.SelectMultiple(options=labels, value=(), rows=min(8, max(3, len(labels))),
+        self.partition_filter = ipw.SelectMultiple(options=labelled(labels), value=(), rows=min(8, max(3, len(labels))),
                                                    description="Partitions", tooltip="None selected: all")
         self.figure = go.FigureWidget()
         self.audit_html = ipw.HTML()

@@ -25,7 +25,16 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from widgets._frames import TimeLike, format_time, parse_time, plotly_text, require_columns, short_time, utc_naive
+from widgets._frames import (
+    TimeLike,
+    format_time,
+    labelled,
+    parse_time,
+    plotly_text,
+    require_columns,
+    short_time,
+    utc_naive,
+)
 from widgets.linking import TimeWindow, register_view
 from workbench.errors import ConfigError
 
@@ -234,7 +243,7 @@ class QuorumDivergence(ipw.VBox):
         sources = sorted({str(s) for s in self._offsets["source"]})
         self.node_filter = ipw.SelectMultiple(options=nodes, value=(), rows=min(8, max(3, len(nodes))),
                                               description="Nodes")
-        self.source_filter = ipw.SelectMultiple(options=sources, value=(), rows=min(6, max(3, len(sources))),
+        self.source_filter = ipw.SelectMultiple(options=labelled(sources), value=(), rows=min(6, max(3, len(sources))),
                                                 description="Sources")
         stamps = sorted(pd.Timestamp(t) for t in self._offsets["time"].dropna().unique())
         if len(stamps) > 400:

@@ -23,7 +23,18 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
-from widgets._frames import TimeLike, format_time, parse_time, plotly_text, require_columns, short_time, utc_naive
+from widgets._frames import (
+    LABEL_WORD,
+    TimeLike,
+    format_time,
+    labelled,
+    parse_time,
+    plotly_text,
+    require_columns,
+    short_time,
+    utc_naive,
+    visible_text,
+)
 from widgets.linking import TimeWindow, register_view
 from workbench.errors import ConfigError
 
@@ -158,7 +169,7 @@ def figure_tier_backlog(series: pd.DataFrame, *, measure: str = "segments",
     keys = list(dict.fromkeys(zip(frame["topic"], frame["partition"], strict=True)))
     for k, (topic, partition) in enumerate(keys):
         part = frame[(frame["topic"] == topic) & (frame["partition"] == partition)]
-        label = plotly_text(f"{topic}-{int(partition)}")
+        label = plotly_text(f"{topic}-{int(partition)}", LABEL_WORD)
         for lag in lag_sel:
             times, values = _clip(list(part["time"]), [float(v) if pd.notna(v) else 0.0
                                                        for v in part[f"{lag}_{suffix}"]], lo, hi)
@@ -242,7 +253,7 @@ def figure_tier_ranges(series: pd.DataFrame, *, topic: str | None = None, partit
     if topic is None:
         topic, partition = str(frame["topic"].iloc[0]), int(frame["partition"].iloc[0])
     part = frame[(frame["topic"].astype(str) == str(topic)) & (frame["partition"] == int(partition or 0))]
-    label = plotly_text(f"{topic}-{int(partition or 0)}")
+    label = plotly_text(f"{topic}-{int(partition or 0)}", LABEL_WORD)
     title = f"Local and remote offset ranges of {label}"
     if part.empty:
         return _empty(title, "No such tiered partition.")
@@ -316,14 +327,14 @@ class TierBacklog(ipw.VBox):
         self._lo, self._hi = _window(start, end)
         topics = sorted({str(t) for t in self._series["topic"]})
         brokers = sorted({int(b) for b in self._series["broker"].dropna()})
-        self.topic_filter = ipw.SelectMultiple(options=topics, value=(), rows=min(6, max(3, len(topics))),
+        self.topic_filter = ipw.SelectMultiple(options=labelled(topics), value=(), rows=min(6, max(3, len(topics))),
                                                description="Topics")
         self.broker_filter = ipw.SelectMultiple(options=[str(b) for b in brokers], value=(),
                                                 rows=min(6, max(3, len(brokers))), description="Brokers")
         self.measure = ipw.ToggleButtons(options=list(MEASURES), value="segments", description="Measure")
         parts = list(dict.fromkeys(zip(self._series["topic"].astype(str), self._series["partition"].astype(int),
                                        strict=True)))
-        self.partition_choice = ipw.Dropdown(options=[(f"{t}-{p}", (t, p)) for t, p in parts],
+        self.partition_choice = ipw.Dropdown(options=[(visible_text(f"{t}-{p}", 80), (t, p)) for t, p in parts],
                                              value=parts[0] if parts else None, description="Ranges of")
         self.status = ipw.HTML()
         self.backlog_figure = go.FigureWidget()

@@ -9,7 +9,6 @@ every other view follows, and clicking a finding moves the window to it and open
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +27,7 @@ from widgets._frames import (
 )
 from widgets.findings import SEVERITY_COLORS
 from widgets.linking import TimeWindow
+from widgets.tables import text_html
 from workbench.errors import ConfigError
 
 __all__ = ["FindingsTimeline", "figure_findings_timeline", "merge_for_display"]
@@ -249,7 +249,7 @@ class FindingsTimeline(ipw.VBox):
         try:
             self.window.set(self.start_box.value, self.end_box.value)
         except ConfigError as exc:
-            self.status.value = f"<span style='color:#d62728'>{html.escape(str(exc))}</span>"
+            self.status.value = f"<span style='color:#d62728'>{text_html(str(exc))}</span>"
 
     def _zoomed(self, _layout: Any, rng: Any) -> None:
         if self._syncing or not rng or len(rng) != 2:
@@ -290,8 +290,8 @@ class FindingsTimeline(ipw.VBox):
         start, end = pd.Timestamp(finding["start"]), pd.Timestamp(finding["end"])
         pad = max((end - start) * 0.5, pd.Timedelta(seconds=5))
         self.window.set(start - pad, end + pad)
-        self.details.value = (f"<p><b>{html.escape(str(finding['severity']))}</b> · {html.escape(str(finding['area']))}"
-                              f" · {html.escape(str(finding['subject']))}: {html.escape(str(finding['summary']))}</p>")
+        self.details.value = (f"<p><b>{text_html(str(finding['severity']))}</b> · {text_html(str(finding['area']))}"
+                              f" · {text_html(str(finding['subject']))}: {text_html(str(finding['summary']))}</p>")
         if self._on_select is not None:
             self._on_select(dict(finding))
 

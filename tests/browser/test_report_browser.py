@@ -156,6 +156,103 @@ def test_report_renders_offline_with_the_incident_visible(report_html: Path, tmp
 
 
 # --------------------------------------------------------------------------------------------
+# names that would make a report unreadable: a right-to-left override and 5,000 characters
+
+#: A topic whose name holds U+202E (RIGHT-TO-LEFT OVERRIDE): unescaped, it reverses everything after it.
+RLO_TOPIC = "pay\u202estnemyap"
+#: A topic name of 5,000 characters without a space.
+LONG_TOPIC = "long-" + "n" * 4990 + "-name"
+_INVISIBLE = "[\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff\u2028\u2029]"
+
+
+@pytest.fixture(scope="module")
+def unreadable_names_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small ISR incident plus two topics with such names, each under min ISR for 48 s."""
+    import base64
+
+    from tests.test_report import _change, _partition
+
+    rlo_id, long_id = (base64.urlsafe_b64encode(raw).decode().rstrip("=") for raw in (b"rlo-topic-id-001",
+                                                                                       b"long-topic-id-01"))
+    extra = [
+        (3, ("TopicRecord", {"name": RLO_TOPIC, "topicId": rlo_id})),
+        (3, _partition(rlo_id, 0, [1, 2, 3], 1)),
+        (3, ("TopicRecord", {"name": LONG_TOPIC, "topicId": long_id})),
+        (3, _partition(long_id, 0, [1, 2, 3], 1)),
+        (12, _change(rlo_id, 0, [1])),
+        (12, _change(long_id, 0, [1])),
+        (60, _change(rlo_id, 0, [1, 2, 3])),
+        (60, _change(long_id, 0, [1, 2, 3])),
+    ]
+    events = sorted(INCIDENT_EVENTS + extra, key=lambda e: e[0])
+    bundle = write_incident_bundle(tmp_path_factory.mktemp("names") / "bundle", events)
+    return build_report(bundle, tmp_path_factory.mktemp("names-report") / "report.html")
+
+
+def test_bidi_override_and_endless_names_leave_findings_readable_and_timeline_usable(
+        unreadable_names_report: Path, tmp_path: Path) -> None:
+    """Offline, in Chromium: no bidirectional or invisible character reaches the page's text (each is
+    shown as ``⟨U+202E⟩``), the findings about both topics read in order (name, then "partition 0 was
+    under min ISR") on a line or two, the page does not scroll sideways, and the findings timeline and
+    the ISR timeline keep their plot area and answer a hover."""
+    import html
+    import re
+
+    from playwright.sync_api import sync_playwright
+
+    text = unreadable_names_report.read_text(encoding="utf-8")
+    title = re.search(r"<title>(.*?)</title>", text, re.S).group(1)
+    requested: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.route("http*://**", lambda route: (requested.append(route.request.url), route.abort()))
+            page.goto(unreadable_names_report.as_uri())
+            page.wait_for_selector(".js-plotly-plot .barlayer path", timeout=30_000)
+            page.screenshot(path=str(tmp_path / "names-report.png"), full_page=True)
+            assert page.evaluate("document.title") == html.unescape(title)
+
+            body = page.evaluate("document.body.innerText")
+            assert not re.search(_INVISIBLE, body), "a bidirectional or invisible character reached the page"
+            assert LONG_TOPIC not in body and "n" * 400 not in body
+            # the findings about both topics: name shown, then the rest of the sentence in reading order
+            items = page.locator("ul.wb-findings li")
+            rlo = items.filter(has_text="pay⟨U+202E⟩stnemyap partition 0 was under min ISR")
+            endless = items.filter(has_text=re.compile(r"long-n+…⟨5,000 characters #[0-9a-f]{6}⟩…n+-name partition 0"))
+            assert rlo.count() >= 1 and endless.count() >= 1
+            line = page.evaluate("parseFloat(getComputedStyle(document.body).lineHeight) || 20")
+            for item in (rlo.first, endless.first):
+                box = item.bounding_box()
+                assert box["height"] <= 3 * line and box["x"] + box["width"] <= 1300, box
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1300
+
+            plots = page.locator(".js-plotly-plot")
+            overview = plots.nth(0)
+            assert overview.locator(".barlayer path").count() == 6  # 5 partitions under min ISR, 1 offline
+            isr_plot = plots.nth(2)
+            rows = isr_plot.locator(".yaxislayer-above text").all_text_contents()
+            assert "pay⟨U+202E⟩stnemyap-0" in rows
+            assert any("5,002 characters" in r for r in rows) and max(map(len, rows)) < 100, rows
+            for plot in (overview, isr_plot):
+                plot.scroll_into_view_if_needed()
+                area = plot.locator(".nsewdrag").first.bounding_box()
+                whole = plot.bounding_box()
+                lanes = plot.locator(".yaxislayer-above text").all_text_contents()
+                assert area["width"] >= 0.5 * whole["width"], (area, whole, lanes)  # labels did not eat the plot
+                bar = plot.locator(".barlayer path").last.bounding_box()
+                page.mouse.move(bar["x"] + bar["width"] / 2, bar["y"] + bar["height"] / 2)
+                page.wait_for_selector(".hoverlayer .hovertext", timeout=5_000)
+                hover = page.locator(".hoverlayer .hovertext").first.bounding_box()
+                assert hover["width"] <= 1300, hover
+                page.mouse.move(5, 5)
+        finally:
+            browser.close()
+    assert requested == []
+    print(f"screenshot: {tmp_path / 'names-report.png'}")
+
+
+# --------------------------------------------------------------------------------------------
 # the same notebook, interactive, in JupyterLab
 
 
