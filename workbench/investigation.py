@@ -186,8 +186,9 @@ class Investigation:
         figures: dict[str, dict[str, Any]] = {}
         for name, area in areas().items():
             counts = {f"{r['severity']}_findings": int(r["n"]) for r in by_area if r["area"] == name}
-            extra = area.key_figures(self.tables, self.params) if area.key_figures else {}
-            figures[name] = {"title": area.title, "has_data": self.has_data(name), **counts, **extra}
+            data = self.has_data(name)  # an area without data has no figures (not zeros)
+            extra = area.key_figures(self.tables, self.params) if area.key_figures and data else {}
+            figures[name] = {"title": area.title, "has_data": data, **counts, **extra}
         nothing = self.nothing_to_analyse()
         return {
             "bundle": str(self.bundle.root),
