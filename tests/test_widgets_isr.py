@@ -396,6 +396,24 @@ def test_view_initial_topics_and_window_from_notebook_parameters() -> None:
     }
 
 
+def test_view_opened_on_a_moved_shared_window_shows_exactly_it_until_the_slider_moves() -> None:
+    """The overview opens the view after a click moved the window: both figures show exactly that
+    range (the slider snapped to the interval boundaries around it), and follow the window after."""
+    from widgets.linking import TimeWindow
+
+    window = TimeWindow()
+    window.set(DAY + "03:12:30", DAY + "03:12:40")
+    view = IsrTimeline(states_frame(), counts_frame(), window=window)
+    assert view.time_range.value == (pd.Timestamp(DAY + "03:12:05"), pd.Timestamp(DAY + "03:12:47"))
+    assert view.window() == (pd.Timestamp(DAY + "03:12:30"), pd.Timestamp(DAY + "03:12:40"))
+    for fig in (view.timeline, view.counts_figure):
+        assert list(fig.layout.xaxis.range) == [t("03:12:30"), t("03:12:40")]
+    window.set(DAY + "03:05:10", DAY + "03:05:20")
+    assert list(view.timeline.layout.xaxis.range) == [t("03:05:10"), t("03:05:20")]
+    view.time_range.value = (pd.Timestamp(DAY + "03:00:00"), pd.Timestamp(DAY + "03:12:05"))  # by hand
+    assert view.window() == (pd.Timestamp(DAY + "03:00:00"), pd.Timestamp(DAY + "03:12:05"))
+
+
 def test_timeline_keeps_the_least_healthy_partitions_when_there_are_many() -> None:
     fig = figure_isr_timeline(states_frame(), max_rows=2)
 

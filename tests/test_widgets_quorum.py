@@ -61,6 +61,11 @@ def test_node_source_and_time_filters() -> None:
     fig = figure_quorum_divergence(offsets_frame(), nodes="1", start=DAY + "03:12:01", end=DAY + "03:12:02")
     assert [t.name for t in fig.data] == ["node 1 · jmxtool"] * 2
     assert list(fig.data[0].y) == [2, 0]
+    assert list(fig.layout.xaxis.range) == [DAY + "03:12:01.000", DAY + "03:12:02.000"]
+    # between observations: each line keeps the row before and the row after, so it crosses the window
+    fig = figure_quorum_divergence(offsets_frame(), nodes="1", start=DAY + "03:12:00.5", end=DAY + "03:12:01.5")
+    assert list(fig.data[0].y) == [0, 2, 0] and list(fig.layout.xaxis.range) == [DAY + "03:12:00.500",
+                                                                                  DAY + "03:12:01.500"]
     fig = figure_quorum_divergence(offsets_frame(), sources=["describe_replication"])
     assert [t.name for t in fig.data] == ["node 2 · describe_replication"] * 2
     empty = figure_quorum_divergence(offsets_frame(), nodes=[9])
@@ -84,6 +89,23 @@ def test_the_view_filters_and_follows_a_shared_window() -> None:
     window.set(DAY + "03:12:01", DAY + "03:12:01")
     lo, hi = view.window()
     assert lo == pd.Timestamp(DAY + "03:12:01") and hi == pd.Timestamp(DAY + "03:12:01")
+
+
+def test_the_view_shows_exactly_a_shared_window_between_observations_and_starts_on_a_moved_one() -> None:
+    """The overview opens an area's view after a click moved the window: the view starts at that
+    window, and shows exactly each range the window takes even where no observation falls, until
+    its own slider is moved by hand."""
+    window = TimeWindow()
+    window.set(DAY + "03:12:00.250", DAY + "03:12:00.750")  # between two observations
+    view = QuorumDivergence(offsets_frame(), STALLS, TIMELINE, FENCES, window=window)
+    wanted = [DAY + "03:12:00.250", DAY + "03:12:00.750"]
+    assert view.window() == tuple(pd.Timestamp(w) for w in wanted)
+    assert list(view.figure.layout.xaxis.range) == wanted
+    window.set(DAY + "03:12:00.500", DAY + "03:12:01.500")
+    assert list(view.figure.layout.xaxis.range) == [DAY + "03:12:00.500", DAY + "03:12:01.500"]
+    view.time_range.index = (1, len(view.time_range.options) - 1)  # by hand
+    lo, hi = view.time_range.value
+    assert view.window() == (pd.Timestamp(lo), pd.Timestamp(hi))
 
 
 def test_the_view_is_registered_for_the_quorum_area() -> None:

@@ -102,6 +102,14 @@ def test_view_follows_the_window_and_filters():
     assert list(view.backlog_figure.data[0].y) == [6000.0, 0.0, 0.0]
 
 
+def test_a_view_opened_on_a_moved_window_starts_there():
+    window = TimeWindow()
+    window.set(DAY + "03:12:10", DAY + "03:12:30")
+    view = TierBacklog(series_frame(), reported_frame(), window=window)
+    assert tuple(view.backlog_figure.layout.xaxis.range) == (t("03:12:10"), t("03:12:30"))
+    assert tuple(view.ranges_figure.layout.xaxis.range) == (t("03:12:10"), t("03:12:30"))
+
+
 def test_registered_as_the_tier_view():
     factory = view_factories()["tier"]
     view = factory({"series": series_frame(), "reported": reported_frame()}, None)

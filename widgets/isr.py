@@ -604,11 +604,16 @@ class IsrTimeline(ipw.VBox):
         self.status = ipw.HTML()
         self.timeline = go.FigureWidget()
         self.counts_figure = go.FigureWidget()
+        self._stamps = stamps
+        #: The shared window's range while the view shows it exactly (the slider snapped around it).
+        self._pinned: tuple[pd.Timestamp | None, pd.Timestamp | None] | None = None
+        self._following = False
+        if window is not None and window.range != (None, None):
+            self._follow({"new": window.range}, refresh=False)
         self._refresh()
 
         for control in (self.topic_filter, self.state_filter, self.time_range):
             control.observe(self._on_change, names="value")
-        self._stamps = stamps
         if window is not None:
             window.observe(self._follow, names="range")
 
@@ -627,9 +632,12 @@ class IsrTimeline(ipw.VBox):
         )
 
     def window(self) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
-        """The selected time window, or ``(None, None)`` when there is no data."""
+        """The time window shown: the shared window's range after it moved, else the slider's; ``(None,
+        None)`` when there is no data."""
         if self.time_range.disabled or len(self.time_range.value) != 2:
             return None, None
+        if self._pinned is not None:
+            return self._pinned
         lo, hi = self.time_range.value
         return pd.Timestamp(lo), pd.Timestamp(hi)
 
@@ -644,18 +652,27 @@ class IsrTimeline(ipw.VBox):
             figure_under_min_isr(self._counts, start=lo, end=hi),
         )
 
-    def _on_change(self, _change: dict) -> None:
+    def _on_change(self, change: dict) -> None:
+        if change.get("owner") is self.time_range and not self._following:
+            self._pinned = None  # the slider moved by hand: it is the window now
         self._refresh()
 
-    def _follow(self, change: dict) -> None:
-        """Follow a shared time window: the slider moves to the boundaries around it."""
+    def _follow(self, change: dict, refresh: bool = True) -> None:
+        """Follow a shared time window: the figures show exactly its range, the slider moves to the
+        interval boundaries around it."""
         if not self._stamps:
             return
         lo, hi = change["new"]
-        if lo is None and hi is None:
-            self.time_range.index = (0, len(self._stamps) - 1)
-        else:
-            self.time_range.index = _initial_index(self._stamps, lo, hi)
+        self._pinned = None if lo is None and hi is None else (lo, hi)
+        index = (0, len(self._stamps) - 1) if self._pinned is None else _initial_index(self._stamps, lo, hi)
+        self._following = True
+        try:
+            if tuple(self.time_range.index) != tuple(index):
+                self.time_range.index = index  # refreshes through _on_change
+            elif refresh:
+                self._refresh()
+        finally:
+            self._following = False
 
     def _refresh(self) -> None:
         timeline, counts = self.figures()

@@ -80,6 +80,26 @@ def _empty(title: str, message: str) -> go.Figure:
     return fig
 
 
+def _around(frame: pd.DataFrame, lo: pd.Timestamp | None, hi: pd.Timestamp | None) -> pd.DataFrame:
+    """The rows inside ``[lo, hi]`` and, per node and source, the last at or before ``lo`` and the
+    first at or after ``hi``: a step line then crosses the whole window with the value in force (a
+    window between two observations still shows each node's position)."""
+    if lo is None and hi is None:
+        return frame
+    time = frame["time"]
+    keep = pd.Series(True, index=frame.index)
+    if lo is not None:
+        keep &= time >= lo
+    if hi is not None:
+        keep &= time <= hi
+    ordered = frame.sort_values("time")
+    if lo is not None:
+        keep[ordered[ordered["time"] <= lo].groupby(["node_id", "source"], sort=False).tail(1).index] = True
+    if hi is not None:
+        keep[ordered[ordered["time"] >= hi].groupby(["node_id", "source"], sort=False).head(1).index] = True
+    return frame[keep]
+
+
 def figure_quorum_divergence(
     offsets: pd.DataFrame,
     stalls: pd.DataFrame | None = None,
@@ -104,7 +124,8 @@ def figure_quorum_divergence(
     nodes, sources : iterable or str, optional
         Only these node ids / sources (a string is a comma-separated list). ``None``: all.
     start, end : str, datetime or Timestamp, optional
-        Time window (UTC when naive): sets the x range and drops rows outside it.
+        Time window (UTC when naive): sets the x range and drops the rows outside it but the one
+        before and the one after it of each node and source (their step lines cross the window).
 
     Returns
     -------
@@ -131,10 +152,7 @@ def figure_quorum_divergence(
         frame = frame[frame["node_id"].astype(str).isin(node_sel)]
     if source_sel is not None:
         frame = frame[frame["source"].astype(str).isin(source_sel)]
-    if lo is not None:
-        frame = frame[frame["time"] >= lo]
-    if hi is not None:
-        frame = frame[frame["time"] <= hi]
+    frame = _around(frame, lo, hi)
     title = "Quorum offset divergence: each node's lag behind the leader's log"
     if frame.empty:
         return _empty(title, "No node position matches the filters.")
@@ -256,9 +274,14 @@ class QuorumDivergence(ipw.VBox):
                                                    disabled=not stamps, layout=ipw.Layout(width="98%"))
         self.status = ipw.HTML()
         self.figure = go.FigureWidget()
+        #: The shared window's range while the view shows it exactly (the slider snapped around it).
+        self._pinned: tuple[pd.Timestamp | None, pd.Timestamp | None] | None = None
+        self._following = False
+        if window is not None and window.range != (None, None):
+            self._follow({"new": window.range}, refresh=False)
         self._refresh()
         for control in (self.node_filter, self.source_filter, self.time_range):
-            control.observe(lambda _c: self._refresh(), names="value")
+            control.observe(self._on_change, names="value")
         if window is not None:
             window.observe(self._follow, names="range")
         super().__init__(children=[ipw.HBox([self.node_filter, self.source_filter]),
@@ -266,9 +289,12 @@ class QuorumDivergence(ipw.VBox):
                                    self.time_range, self.status, self.figure])
 
     def window(self) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
-        """The selected time window, or ``(None, None)`` when there is no data."""
+        """The time window shown: the shared window's range after it moved, else the slider's; ``(None,
+        None)`` when there is no data."""
         if self.time_range.disabled:
             return None, None
+        if self._pinned is not None:
+            return self._pinned
         lo, hi = self.time_range.value
         return pd.Timestamp(lo), pd.Timestamp(hi)
 
@@ -279,14 +305,30 @@ class QuorumDivergence(ipw.VBox):
                                         nodes=self.node_filter.value or None,
                                         sources=self.source_filter.value or None, start=lo, end=hi)
 
-    def _follow(self, change: dict) -> None:
+    def _on_change(self, change: dict) -> None:
+        if change.get("owner") is self.time_range and not self._following:
+            self._pinned = None  # the slider moved by hand: it is the window now
+        self._refresh()
+
+    def _follow(self, change: dict, refresh: bool = True) -> None:
+        """Follow a shared time window: the figure shows exactly its range, the slider moves to the
+        observations around it."""
         if not self._stamps:
             return
         lo, hi = change["new"]
+        self._pinned = None if lo is None and hi is None else (lo, hi)
         first = 0 if lo is None else max([i for i, t in enumerate(self._stamps) if t <= lo], default=0)
         last = (len(self._stamps) - 1 if hi is None
                 else min([i for i, t in enumerate(self._stamps) if t >= hi], default=len(self._stamps) - 1))
-        self.time_range.index = (min(first, last), max(first, last))
+        index = (min(first, last), max(first, last))
+        self._following = True
+        try:
+            if tuple(self.time_range.index) != index:
+                self.time_range.index = index  # refreshes through _on_change
+            elif refresh:
+                self._refresh()
+        finally:
+            self._following = False
 
     def _refresh(self) -> None:
         fig = self.figure_now()

@@ -339,6 +339,8 @@ class TierBacklog(ipw.VBox):
         self.status = ipw.HTML()
         self.backlog_figure = go.FigureWidget()
         self.ranges_figure = go.FigureWidget()
+        if window is not None and window.range != (None, None):
+            self._lo, self._hi = window.range  # opened on a moved window (a finding clicked): start there
         self._refresh()
         for control in (self.topic_filter, self.broker_filter, self.measure, self.partition_choice):
             control.observe(lambda _c: self._refresh(), names="value")
