@@ -164,3 +164,31 @@ def test_batches_table_matches_the_writer(spark, tmp_path):
         "last_offset long, record_count int, magic int, compression string, is_control boolean, "
         "partition_leader_epoch int, crc_valid boolean, max_timestamp timestamp")
     assertDataFrameEqual(got, want)
+
+
+def test_a_large_log_is_split_into_pieces_of_about_equal_size(tmp_path):
+    """A log a little over ``split_bytes`` becomes two halves at batch boundaries, not a full piece and a sliver."""
+    import json
+    import os
+
+    from workbench.formats.batch import read_batches
+    from workbench.spark.metadata import MetadataReader
+
+    path, w = write_node(tmp_path, 1)
+    for i in range(400):
+        w.append([("NoOpRecord", 0, {})], timestamp=ms(10 + i), epoch=1)
+    path.write_bytes(w.to_bytes())
+    size = os.path.getsize(path)
+    positions = [b.position for b in read_batches(open(path, "rb"), str(path))]
+    files = json.dumps([{"path": str(path), "node_id": 1, "kind": "segment", "base_offset": 0}])
+    for split in (size * 6 // 10, size // 3, size // 7):
+        pieces = MetadataReader(None, {"files": files, "split_bytes": str(split)}).pieces()
+        starts = [p.start for p in pieces]
+        ends = [p.end if p.end is not None else size for p in pieces]
+        lengths = [e - s for s, e in zip(starts, ends, strict=True)]
+        assert len(pieces) == -(-size // split)                    # as few pieces as split_bytes allows
+        assert starts[0] == 0 and ends[-1] == size and starts[1:] == ends[:-1]
+        assert set(starts) <= set(positions)                       # each piece begins at a batch
+        assert max(lengths) - min(lengths) <= 2 * max(b - a for a, b in zip(positions, positions[1:], strict=False))
+    whole = MetadataReader(None, {"files": files, "split_bytes": str(size)}).pieces()
+    assert [(p.start, p.end) for p in whole] == [(0, None)]

@@ -24,7 +24,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from workbench.spark.registry import register_table
@@ -59,8 +59,35 @@ BATCHES_SCHEMA = (
 SPLIT_BYTES = 128 * 1024 * 1024
 
 
+def balanced_cuts(positions: Iterable[int], start: int, size: int, split_bytes: int) -> list[int]:
+    """Where to cut the bytes ``start .. size`` of a file into pieces of about equal size, none over ``split_bytes``.
+
+    ``positions`` are the file's known batch positions in order (the only places a cut may go).
+    The pieces are as many as ``split_bytes`` requires and cut at the first batch at or past each
+    equal share, so a file a little over ``split_bytes`` becomes two halves for two executors
+    (not a full piece and a sliver, which left one core idle while the other read almost all).
+    Returns the piece starts, beginning with ``start``.
+
+    Examples
+    --------
+    >>> balanced_cuts(range(0, 100, 10), 0, 100, 60)
+    [0, 50]
+    >>> balanced_cuts(range(0, 100, 10), 0, 100, 100)
+    [0]
+    """
+    total = size - start
+    if total <= split_bytes:
+        return [start]
+    share = total / -(-total // split_bytes)
+    cuts = [start]
+    for position in positions:
+        if position - start >= share * len(cuts) and position > cuts[-1]:
+            cuts.append(position)
+    return cuts
+
+
 def split_segment(part: FilePartition, size: int, index_path: str | None, split_bytes: int) -> list[FilePartition]:
-    """Byte ranges of one segment that start at batch boundaries known from its offset index."""
+    """Byte ranges of one segment that start at batch boundaries known from its offset index (:func:`balanced_cuts`)."""
     if size <= split_bytes or index_path is None:
         return [part]
     import os
@@ -71,11 +98,7 @@ def split_segment(part: FilePartition, size: int, index_path: str | None, split_
         return [part]
     with open(index_path, "rb") as f:
         entries = read_offset_index(f, part.base_offset or 0, path=index_path)
-    cuts = [0]
-    for _offset, position in entries:
-        if position - cuts[-1] >= split_bytes:
-            cuts.append(position)
-    bounds = cuts + [None]
+    bounds = balanced_cuts((position for _offset, position in entries), 0, size, split_bytes) + [None]
     return [part.piece(start, end) for start, end in zip(bounds[:-1], bounds[1:], strict=True)]
 
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from workbench.spark.batches import split_segment
+from workbench.spark.batches import balanced_cuts, split_segment
 from workbench.spark.registry import register_table
 from workbench.spark.source import (
     ArtifactReader,
@@ -84,23 +84,22 @@ def fields_json(fields: dict) -> str:
     return to_json(fields)
 
 
-def split_by_scan(part: FilePartition, local: str, split_bytes: int) -> list[FilePartition]:
+def split_by_scan(part: FilePartition, local: str, size: int, split_bytes: int) -> list[FilePartition]:
     """Byte ranges of a local file without an offset index, cut at batch positions found by a header scan.
 
     The scan reads only batch headers (a few pages per MiB); its problems are left to the readers.
+    The pieces are of about equal size (:func:`~workbench.spark.batches.balanced_cuts`).
     """
     from workbench.formats.fastscan import scan_batch_columns
     from workbench.formats.problems import ProblemLog
 
-    cuts = [part.start]
+    positions: list[int] = []
     try:
         for piece in scan_batch_columns(local, part.path, problems=ProblemLog(part.path), verify=False):
-            for position in piece["position"].tolist():
-                if position - cuts[-1] >= split_bytes:
-                    cuts.append(position)
+            positions.extend(piece["position"].tolist())
     except (OSError, ValueError):
         return [part]
-    bounds = cuts + [None]
+    bounds = balanced_cuts(positions, part.start, size, split_bytes) + [None]
     return [part.piece(start, end) for start, end in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
@@ -131,7 +130,7 @@ class MetadataReader(ArtifactReader):
             if index is not None and os.path.exists(index):
                 out.extend(split_segment(part, size, index, self.split_bytes))
             else:
-                out.extend(split_by_scan(part, local, self.split_bytes))
+                out.extend(split_by_scan(part, local, size, self.split_bytes))
         return out
 
     def decode(self, partition: FilePartition, log: ProblemLog) -> Iterator[Any]:
