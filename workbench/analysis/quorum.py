@@ -936,9 +936,11 @@ def node_offsets(appends: DataFrame, *, metrics: DataFrame | None = None, replic
         parts = parts.unionByName(_snapshot_positions(snapshots), allowMissingColumns=True)
     if batches is not None:
         parts = parts.unionByName(_replica_ends(batches), allowMissingColumns=True)
-    parts = parts.where(F.col("time").isNotNull() & F.col("offset").isNotNull())
+    # the observations and the offsets' times are read by every as-of pass below: each is kept once
+    # (a few rows a node and a second), so the passes plan and run from rows, not from their lineage
+    parts = parts.where(F.col("time").isNotNull() & F.col("offset").isNotNull()).localCheckpoint(eager=True)
 
-    known = offset_times(appends, parts).withColumn("_k", F.lit(1))
+    known = offset_times(appends, parts).withColumn("_k", F.lit(1)).localCheckpoint(eager=True)
     # the leader's last record at each moment: the largest offset appended by then
     by_time = known.withColumn("_reach", F.max("offset").over(
         Window.partitionBy("_k").orderBy("time", "offset").rowsBetween(Window.unboundedPreceding, 0)))
