@@ -7,7 +7,10 @@ file stays one CSV whose gaps are the times the node could not be read.
 
 The first header fixes the columns. When a restarted JmxTool reports another set (MBeans
 registered later, or gone), its rows are mapped onto the first columns by name: a column it
-lacks is left empty, a column the first header lacked is dropped.
+lacks is left empty, a column the first header lacked is dropped. So that the first header is not
+one taken before the MBeans that matter were registered (JmxTool resolves its patterns when it
+starts, and a slow start of the sampled process registers some MBeans seconds after others),
+``required`` names what it must hold: until it does, JmxTool is started again every few seconds.
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ class JmxSampler:
         CSV file to write.
     interval_ms
         ``--reporting-interval``.
+    attributes
+        ``--attributes`` (all of them when empty).
+    required
+        Parts of MBean names the first header must hold (e.g. ``type=MirrorSourceConnector``);
+        a JmxTool whose header lacks one is stopped and started again a few seconds later.
     """
 
     def __init__(
@@ -49,6 +57,7 @@ class JmxSampler:
         *,
         interval_ms: int = 1000,
         attributes: Sequence[str] = (),
+        required: Sequence[str] = (),
     ) -> None:
         self.kafka = kafka
         self.jmx_url = jmx_url
@@ -56,6 +65,7 @@ class JmxSampler:
         self.out = out
         self.interval_ms = interval_ms
         self.attributes = list(attributes)
+        self.required = list(required)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._child: Managed | None = None
@@ -95,6 +105,8 @@ class JmxSampler:
                     line = raw.decode("utf-8", "replace").rstrip("\n")
                     if line.startswith('"time"'):
                         columns = next(csv.reader([line]))
+                        if self._columns is None and not self._complete(columns):
+                            break  # not every required MBean registered yet: start JmxTool again
                         if self._columns is None:
                             self._columns = columns
                             sink.write(line + "\n")
@@ -115,6 +127,10 @@ class JmxSampler:
                 child.stop(5.0)
                 # Node down: do not churn JVMs; retry every few seconds.
                 self._stop.wait(1.0 if self.rows > rows_before else 3.0)
+
+    def _complete(self, columns: Sequence[str]) -> bool:
+        """Whether a header names an MBean matching each of :attr:`required`."""
+        return all(any(part in column for column in columns) for part in self.required)
 
     def stop(self) -> None:
         """Stop sampling and JmxTool (bounded)."""

@@ -160,7 +160,8 @@ def run(ctx: ScenarioContext) -> None:
     audit(1500)  # JmxTool resolves its MBean names when it starts: after the topic's gauges exist
     for broker in prod.brokers:
         ctx.sample(broker.id, "demo", broker.jmx_url, isr.ISR_MBEANS + tiered.mbeans(TIER_TOPIC))
-    ctx.sample(0, "mm2", f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{jmx_port}/jmxrmi", mm2.MM2_MBEANS)
+    ctx.sample(0, "mm2", f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{jmx_port}/jmxrmi", mm2.MM2_MBEANS,
+               required=["type=MirrorSourceConnector"])
     isr.describe(ctx, bs, "baseline")
     ctx.tool("metadata-quorum", ["--bootstrap-server", bs, "describe", "--status"])
     groups()

@@ -56,6 +56,10 @@ MM2_MBEANS = [
     "kafka.connect.mirror:type=MirrorSourceConnector,*",
     "kafka.connect.mirror:type=MirrorCheckpointConnector,*",
 ]
+#: What the sampler's first JmxTool must see registered (both connectors' per-partition metrics).
+MM2_REQUIRED = ["type=MirrorSourceConnector", "type=MirrorCheckpointConnector"]
+#: JmxTool rows of the first run read before it is stopped.
+SAMPLES_BEFORE_STOP = 5
 
 
 def mm2_properties(source: str, target: str) -> str:
@@ -173,8 +177,12 @@ def run(ctx: ScenarioContext) -> None:
     # resolves the patterns when it starts).
     ctx.sleep(CAPTURE_EVERY_S)
     capture()
-    sampler = ctx.sample(0, "mm2", f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{jmx_port}/jmxrmi", MM2_MBEANS)
+    sampler = ctx.sample(0, "mm2", f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{jmx_port}/jmxrmi", MM2_MBEANS,
+                         required=MM2_REQUIRED)
     ctx.samplers.append(PrometheusScraper(ctx.bundle, 0, "mm2", prom_port).start())
+    # the first run's metrics are read before it is stopped (a loaded machine starts JmxTool slowly)
+    ctx.wait_until(lambda: sampler.rows >= SAMPLES_BEFORE_STOP, timeout=120.0, interval=1.0,
+                   what="the metrics sampler reading MirrorMaker 2")
     while time.monotonic() - started < 45:
         ctx.sleep(CAPTURE_EVERY_S)
         capture()
