@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import random
 import shutil
 import signal
 import socket
@@ -108,17 +109,44 @@ def write_node_log_config(directory: Path) -> Path:
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports that are free on 127.0.0.1 right now."""
-    socks = []
+    """``count`` distinct TCP ports that are free on 127.0.0.1 right now.
+
+    They are drawn at random from below the kernel's ephemeral range: a port the kernel handed
+    out (``bind(0)``) is one it may hand out again, seconds later, as the local end of some client's
+    connection (a JmxTool, a producer, another build's broker), and the server given it then fails
+    to start with "Address already in use".
+    """
+    low = _ephemeral_low()
+    first = max(1024, low - 20000)
+    rng = random.SystemRandom()
+    ports: list[int] = []
+    for _ in range(count * 50):
+        if len(ports) == count:
+            return ports
+        port = rng.randrange(first, low)
+        if port not in ports and _bindable(port):
+            ports.append(port)
+    raise ClusterError(f"no {count} free ports on 127.0.0.1 between {first} and {low - 1}")
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (32768 when it cannot be read)."""
     try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text(encoding="ascii").split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+    return low if low > 2048 else 32768
+
+
+def _bindable(port: int) -> bool:
+    """Whether a listener could bind 127.0.0.1:``port`` now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def cluster_id_for(name: str) -> str:

@@ -36,6 +36,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from peer.cluster import free_ports
 from tests.browser.test_report_browser import ANNOUNCEMENTS, CHROMIUM, LAUNCH_ARGS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,11 +67,6 @@ RUN_ALL_MS = 600_000
 VIEW_MS = 180_000
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 def _prepare(name: str, root: Path) -> None:
     import nbformat
@@ -90,7 +86,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     for name in NOTEBOOKS:
         _prepare(name, root)
     demo_bundle_path()  # extracted once into the cache here, where every kernel finds it
-    port = _free_port()
+    port = free_ports(1)[0]
     # the kernel imports this checkout's workbench and widgets, whatever is installed
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "JUPYTER_CONFIG_DIR": str(tmp_path_factory.mktemp("jupyter-config"))}  # outside Lab's root

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from peer.cluster import free_ports
 from tests.test_report import INCIDENT_EVENTS, write_incident_bundle
 from workbench.report import build_report
 
@@ -256,11 +257,6 @@ def test_bidi_override_and_endless_names_leave_findings_readable_and_timeline_us
 # the same notebook, interactive, in JupyterLab
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 @pytest.fixture
 def lab(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, incident_bundle: Path) -> Iterator[str]:
@@ -281,7 +277,7 @@ def lab(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, incident_bundl
     nb.metadata.pop("jupytext", None)  # no paired .py written next to it by the Lab extension
     nbformat.write(nb, str(prepared))
 
-    port = _free_port()
+    port = free_ports(1)[0]
     # the kernel imports this checkout's workbench and widgets, whatever is installed
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "JUPYTER_CONFIG_DIR": str(tmp_path_factory.mktemp("jupyter-config"))}  # outside Lab's root

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from peer.cluster import free_ports
 from tests.spark.test_metadata_source import write_node
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
@@ -38,11 +39,6 @@ print(json.dumps({"master": master, "executors": executors, "records": tables.me
 spark.stop()
 """
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def spark_class() -> str:
@@ -78,7 +74,7 @@ def test_isr_analysis_on_a_standalone_cluster(tmp_path):
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
                PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOG_DIR=str(tmp_path / "logs"),
                SPARK_WORKER_DIR=str(tmp_path / "work"), SPARK_NO_DAEMONIZE="1")
-    port, ui, wport, wui = free_port(), free_port(), free_port(), free_port()
+    port, ui, wport, wui = free_ports(4)
     logs = tmp_path / "logs"
     logs.mkdir()
     procs: list[subprocess.Popen] = []
