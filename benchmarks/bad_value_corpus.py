@@ -934,79 +934,143 @@ def _cell_seconds(executed: Path, into: dict[int, list]) -> None:
 
 def run_reports(variants: list[Variant], work: Path, *, build: Callable[[str, str], Any] | None = None,
                 progress: Callable[[dict], None] | None = None, timeout: float | None = 900,
-                budget: float | None = None) -> dict[str, Any]:
+                budget: float | None = None, kernels: int = 1) -> dict[str, Any]:
     """Run the real report pipeline (:class:`workbench.report.ReportKernel`: the composed notebook run by
     papermill, HTML export, offline check, summary, exit code) on each scenario's clean bundle and each
-    variant, all in one kernel (one Python process, one Spark session).
+    variant, in ``kernels`` kept kernels (one Python process and one Spark session each) taking
+    reports from one queue, the clean bundles' first.
 
     A variant passes when its report exits 0 or 1, the HTML is written, a row of its problems
     appendix names the file, the position and the raw bad value, and its summary's findings about
     other subjects and the key figures of the areas the value cannot reach equal the clean
     bundle's (:func:`compare_summaries`). The result is one JSON-able dict like :func:`run_corpus`'s,
-    with the kernel's memory after each report and where the notebook spent its time. ``budget``:
+    with the kernels' memory after each report and where the notebook spent its time. ``budget``:
     seconds after which no further variant is started (those left are counted as ``not_run``).
+    A report in one kernel leaves the other kernels' cores mostly idle (Spark's jobs on a small
+    bundle are short, and each waits on the JVM and the kernel): two kernels on 2 cores finish a
+    sample sooner.
     """
+    import queue
+    import threading
+
     from workbench.report import ReportError, ReportKernel
 
+    if kernels < 1:
+        raise ValueError(f"kernels must be >= 1, got {kernels}")
     if build is None:
         from peer.scenario import build
     t0 = time.monotonic()
+    scenarios = list(dict.fromkeys(v.scenario for v in variants))
+    bundles = {s: Path(build(BUNDLES[s], VERSION)) for s in scenarios}   # built here, read by every kernel
+
+    def built(name: str, version: str) -> Path:
+        return bundles[next(s for s in scenarios if BUNDLES[s] == name)]
+
+    tasks: queue.SimpleQueue = queue.SimpleQueue()
+    for scenario in scenarios:
+        tasks.put(("clean", scenario))
+    for v in variants:
+        tasks.put(("variant", v))
+    lock = threading.Lock()
     results: list[dict] = []
-    clean: dict[str, dict] = {}
-    clean_seconds = 0.0
+    clean: dict[str, dict | None] = {}
+    clean_ready = {s: threading.Event() for s in scenarios}
+    clean_seconds: list[float] = []
     cells: dict[int, list] = {}
     rss: list[float] = []
-    with ReportKernel() as kernel:
-        def report(bundle: Path, name: str) -> tuple[Any, str]:
-            html_out, executed = work / f"{name}.html", work / f"{name}.ipynb"
-            result = kernel.run(bundle, html_out, summary=work / f"{name}.json", keep_executed=executed,
-                                timeout=timeout)
-            _cell_seconds(executed, cells)
-            executed.unlink()
-            text = html_out.read_text(encoding="utf-8")
-            html_out.unlink()
-            return result, text
+    starts: list[int] = []
+    errors: list[BaseException] = []
 
-        for v in variants:
-            if budget is not None and time.monotonic() - t0 > budget:
-                break
-            if v.scenario not in clean:
-                t1 = time.monotonic()
-                copy = work / f"clean-{v.scenario}"
-                shutil.rmtree(copy, ignore_errors=True)
-                shutil.copytree(Path(build(BUNDLES[v.scenario], VERSION)), copy, copy_function=os.link)
-                result, _ = report(copy, copy.name)
-                clean[v.scenario] = result.summary
-                clean_seconds += time.monotonic() - t1
-                shutil.rmtree(copy, ignore_errors=True)
-            t1 = time.monotonic()
-            dst = _variant_copy(v, work, "report-", build)
-            reasons: list[str] = []
-            exit_code = None
-            try:
-                result, text = report(dst, dst.name)
-                exit_code = result.exit_code
-                if exit_code not in (0, 1):
-                    reasons.append(f"exit {exit_code}")
-                if not text:
-                    reasons.append("no HTML report")
-                if not shows_value(v, text, dst):
-                    reasons.append(f"no row of the report's problems appendix names {v.path}@{v.position} and "
-                                   f"{v.raw!r}")
-                reasons += compare_summaries(v, result.summary, clean[v.scenario])
-            except ReportError as exc:
-                exit_code = 2
-                reasons.append(f"report failed: {str(exc)[:400]}")
-            shutil.rmtree(dst, ignore_errors=True)
-            memory = _tree_rss_mb(kernel.pid)
+    def report(kernel: ReportKernel, bundle: Path, name: str) -> tuple[Any, str]:
+        html_out, executed = work / f"{name}.html", work / f"{name}.ipynb"
+        result = kernel.run(bundle, html_out, summary=work / f"{name}.json", keep_executed=executed,
+                            timeout=timeout)
+        with lock:
+            _cell_seconds(executed, cells)
+        executed.unlink()
+        text = html_out.read_text(encoding="utf-8")
+        html_out.unlink()
+        return result, text
+
+    def clean_report(kernel: ReportKernel, scenario: str) -> None:
+        t1 = time.monotonic()
+        copy = work / f"clean-{scenario}"
+        try:
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(bundles[scenario], copy, copy_function=os.link)
+            result, _ = report(kernel, copy, copy.name)
+            clean[scenario] = result.summary
+        except ReportError:
+            clean[scenario] = None   # each of its variants says so
+        finally:
+            shutil.rmtree(copy, ignore_errors=True)
+            clean_seconds.append(time.monotonic() - t1)
+            clean_ready[scenario].set()
+
+    def variant_report(kernel: ReportKernel, v: Variant) -> None:
+        t1 = time.monotonic()
+        dst = _variant_copy(v, work, "report-", built)
+        reasons: list[str] = []
+        exit_code = None
+        try:
+            result, text = report(kernel, dst, dst.name)
+            exit_code = result.exit_code
+            if exit_code not in (0, 1):
+                reasons.append(f"exit {exit_code}")
+            if not text:
+                reasons.append("no HTML report")
+            if not shows_value(v, text, dst):
+                reasons.append(f"no row of the report's problems appendix names {v.path}@{v.position} and "
+                               f"{v.raw!r}")
+            clean_ready[v.scenario].wait()
+            baseline = clean[v.scenario]
+            if baseline is None:
+                reasons.append(f"the clean {v.scenario} bundle's report failed: nothing to compare with")
+            else:
+                reasons += compare_summaries(v, result.summary, baseline)
+        except ReportError as exc:
+            exit_code = 2
+            reasons.append(f"report failed: {str(exc)[:400]}")
+        shutil.rmtree(dst, ignore_errors=True)
+        memory = _tree_rss_mb(kernel.pid)
+        row = {"id": v.id, "ok": not reasons, "exit": exit_code, "reasons": reasons,
+               "seconds": round(time.monotonic() - t1, 1), "rss_mb": memory}
+        with lock:
             if memory is not None:
                 rss.append(memory)
-            row = {"id": v.id, "ok": not reasons, "exit": exit_code, "reasons": reasons,
-                   "seconds": round(time.monotonic() - t1, 1), "rss_mb": memory}
             results.append(row)
             if progress:
                 progress(row)
-        starts = kernel.starts
+
+    def worker() -> None:
+        try:
+            with ReportKernel() as kernel:
+                try:
+                    while True:
+                        try:
+                            what, item = tasks.get_nowait()
+                        except queue.Empty:
+                            break
+                        if what == "clean":
+                            clean_report(kernel, item)
+                        elif budget is None or time.monotonic() - t0 <= budget:
+                            variant_report(kernel, item)
+                finally:
+                    with lock:
+                        starts.append(kernel.starts)
+        except BaseException as exc:   # noqa: BLE001 - raised again below, in the caller's thread
+            with lock:
+                errors.append(exc)
+            for event in clean_ready.values():   # no variant waits for a clean report that will not come
+                event.set()
+
+    threads = [threading.Thread(target=worker, name=f"report-kernel-{i}", daemon=True) for i in range(kernels)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
     failed = [r for r in results if not r["ok"]]
     slowest = sorted(cells.items(), key=lambda kv: -kv[1][0])[:8]
     return {
@@ -1016,9 +1080,10 @@ def run_reports(variants: list[Variant], work: Path, *, build: Callable[[str, st
         "failures": {r["id"]: r["reasons"] for r in failed},
         "not_run": len(variants) - len(results),
         "exits": dict(Counter(str(r["exit"]) for r in results)),
-        "kernel_starts": starts,
+        "kernels": kernels,
+        "kernel_starts": sum(starts),
         "rss_mb": {"first": rss[0], "last": rss[-1], "max": max(rss)} if rss else None,
-        "clean_seconds": round(clean_seconds, 1),
+        "clean_seconds": round(sum(clean_seconds), 1),
         "variant_seconds": round(sum(r["seconds"] for r in results), 1),
         "seconds_per_report": round(sum(r["seconds"] for r in results) / max(1, len(results)), 1),
         "slowest_cells": [{"cell": i, "seconds": round(sec, 1), "last_line": src} for i, (sec, src) in slowest],
@@ -1038,11 +1103,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="tables and problems only: no area's findings recomputed")
     parser.add_argument("--report", action="store_true",
                         help="instead: every variant through the real report pipeline (notebook, HTML, summary), "
-                             "all in one kernel and Spark session")
+                             "in kept kernels (one Spark session each; see --kernels)")
     parser.add_argument("--sample", action="store_true", help="only the deterministic sample of the tests")
     parser.add_argument("--rest", action="store_true", help="only the variants outside that sample")
     parser.add_argument("--spread", action="store_true",
                         help="take the readers in turn (one variant of each, then the next of each...)")
+    parser.add_argument("--kernels", type=int, default=1, metavar="N",
+                        help="--report: N kept kernels side by side (2 suits a 2-core machine)")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help="--report: start no variant after this many seconds (the rest counted as not_run)")
     args = parser.parse_args(argv)
@@ -1070,7 +1137,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.report:
         with tempfile.TemporaryDirectory(prefix="bad-value-reports-") as work:
-            result = run_reports(variants, Path(work), progress=progress, budget=args.budget)
+            result = run_reports(variants, Path(work), progress=progress, budget=args.budget,
+                                 kernels=args.kernels)
         print(json.dumps(result, sort_keys=True))
         return 0 if result["failed"] == 0 else 1
     import workbench
