@@ -946,9 +946,8 @@ def run_reports(variants: list[Variant], work: Path, *, build: Callable[[str, st
     bundle's (:func:`compare_summaries`). The result is one JSON-able dict like :func:`run_corpus`'s,
     with the kernels' memory after each report and where the notebook spent its time. ``budget``:
     seconds after which no further variant is started (those left are counted as ``not_run``).
-    A report in one kernel leaves the other kernels' cores mostly idle (Spark's jobs on a small
-    bundle are short, and each waits on the JVM and the kernel): two kernels on 2 cores finish a
-    sample sooner.
+    One kernel leaves about a quarter of 2 cores idle (Spark's jobs on a small bundle are short, and
+    each waits on the JVM and the kernel): two kernels on 2 cores finish a sample sooner.
     """
     import queue
     import threading
