@@ -296,7 +296,7 @@ def test_view_starts_with_everything_shown() -> None:
     assert isinstance(view.counts_figure, go.FigureWidget)
     full = figure_isr_timeline(states_frame(), start=DAY + "03:00:00", end=DAY + "03:20:00")
     assert trace_data(view.timeline) == trace_data(full)
-    assert view.status.value == "7 interval(s) on 3 partition(s) shown"
+    assert view.status.value == f"7 interval(s) on 3 partition(s) shown, {DAY}03:00:00 to {DAY}03:20:00 UTC"
 
 
 def test_view_topic_filter_redraws_only_that_topic() -> None:
@@ -326,7 +326,7 @@ def test_view_state_filter() -> None:
         "offline": [("orders-0", t("03:05:00"), 60_000.0)],
         "under min ISR": [("payments-0", t("03:12:05"), 42_000.0)],
     }
-    assert view.status.value == "2 interval(s) on 2 partition(s) shown"
+    assert view.status.value == f"2 interval(s) on 2 partition(s) shown, {DAY}03:00:00 to {DAY}03:20:00 UTC"
 
 
 def test_view_time_range_narrows_both_x_axes() -> None:
@@ -361,7 +361,7 @@ def test_view_on_empty_frames_is_disabled_not_broken() -> None:
     view = IsrTimeline(states_frame([]), counts_frame([]))
     assert view.time_range.disabled
     assert view.timeline.data == ()
-    assert view.status.value == "0 interval(s) on 0 partition(s) shown"
+    assert view.status.value == "0 interval(s) on 0 partition(s) shown, all times"
 
 
 # ----------------------------------------------------------------------------- findings
@@ -398,18 +398,23 @@ def test_view_initial_topics_and_window_from_notebook_parameters() -> None:
 
 def test_view_opened_on_a_moved_shared_window_shows_exactly_it_until_the_slider_moves() -> None:
     """The overview opens the view after a click moved the window: both figures show exactly that
-    range (the slider snapped to the interval boundaries around it), and follow the window after."""
+    range, the slider's handles sit on it (its bounds join the interval boundaries) and the status
+    line names it; they follow the window after, until the slider is moved by hand."""
     from widgets.linking import TimeWindow
 
     window = TimeWindow()
     window.set(DAY + "03:12:30", DAY + "03:12:40")
     view = IsrTimeline(states_frame(), counts_frame(), window=window)
-    assert view.time_range.value == (pd.Timestamp(DAY + "03:12:05"), pd.Timestamp(DAY + "03:12:47"))
+    assert view.time_range.value == (pd.Timestamp(DAY + "03:12:30"), pd.Timestamp(DAY + "03:12:40"))
+    labels = [label for label, _ in view.time_range.options]
+    assert (labels[view.time_range.index[0]], labels[view.time_range.index[1]]) == ("03:12:30", "03:12:40")
     assert view.window() == (pd.Timestamp(DAY + "03:12:30"), pd.Timestamp(DAY + "03:12:40"))
+    assert view.status.value.endswith(f"shown, {DAY}03:12:30 to {DAY}03:12:40 UTC")
     for fig in (view.timeline, view.counts_figure):
         assert list(fig.layout.xaxis.range) == [t("03:12:30"), t("03:12:40")]
     window.set(DAY + "03:05:10", DAY + "03:05:20")
     assert list(view.timeline.layout.xaxis.range) == [t("03:05:10"), t("03:05:20")]
+    assert view.time_range.value == (pd.Timestamp(DAY + "03:05:10"), pd.Timestamp(DAY + "03:05:20"))
     view.time_range.value = (pd.Timestamp(DAY + "03:00:00"), pd.Timestamp(DAY + "03:12:05"))  # by hand
     assert view.window() == (pd.Timestamp(DAY + "03:00:00"), pd.Timestamp(DAY + "03:12:05"))
 

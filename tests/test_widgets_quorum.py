@@ -57,6 +57,24 @@ def test_stalls_epochs_and_fences_are_drawn() -> None:
     assert marks == {"fenced": ["broker 5 fenced"], "unfenced": ["broker 5 unfenced"]}
 
 
+def test_ids_a_reader_refused_are_drawn_as_unknown() -> None:
+    """A bad broker id, epoch, leader or offset becomes null in its table (with a problem row): the
+    figure still draws, naming it ``?`` (``n/a`` for an offset); a position of no node is left out."""
+    fences = FENCES.astype({"broker_id": "float"})
+    fences.loc[0, "broker_id"] = float("nan")
+    timeline = TIMELINE.astype({"epoch": "float", "leader": "float"})
+    timeline.loc[1, ["epoch", "leader"]] = float("nan")
+    rows = [*OFFSETS[:1], (1, "controller", "03:12:01", "jmxtool", "applied", None, 102, 2, 1000, None),
+            *OFFSETS[2:], (None, "controller", "03:12:01", "jmxtool", "applied", 100, 100, 0, 0, None)]
+    fig = figure_quorum_divergence(offsets_frame(rows), STALLS, timeline, fences)
+    marks = {t.name: list(t.text) for t in fig.data if t.mode == "markers"}
+    assert marks == {"fenced": ["broker ? fenced"], "unfenced": ["broker 5 unfenced"]}
+    assert "epoch ?: leader ?" in [a.text for a in fig.layout.annotations]
+    assert [t.name for t in fig.data if t.mode == "lines+markers"][:3] == [
+        "node 1 · jmxtool", "node 2 · describe_replication", "node 5 · jmxtool"]
+    assert fig.data[0].customdata[1][4] == "n/a"
+
+
 def test_node_source_and_time_filters() -> None:
     fig = figure_quorum_divergence(offsets_frame(), nodes="1", start=DAY + "03:12:01", end=DAY + "03:12:02")
     assert [t.name for t in fig.data] == ["node 1 · jmxtool"] * 2
@@ -101,8 +119,18 @@ def test_the_view_shows_exactly_a_shared_window_between_observations_and_starts_
     wanted = [DAY + "03:12:00.250", DAY + "03:12:00.750"]
     assert view.window() == tuple(pd.Timestamp(w) for w in wanted)
     assert list(view.figure.layout.xaxis.range) == wanted
+    assert view.time_range.value == view.window()  # the handles sit on the window, not around it
+    assert view.status.value.endswith(f"shown, {wanted[0]} to {wanted[1]} UTC")
     window.set(DAY + "03:12:00.500", DAY + "03:12:01.500")
     assert list(view.figure.layout.xaxis.range) == [DAY + "03:12:00.500", DAY + "03:12:01.500"]
+    labels = [label for label, _ in view.time_range.options]
+    assert (labels[view.time_range.index[0]], labels[view.time_range.index[1]]) == ("03:12:00.500", "03:12:01.500")
+    window.set(DAY + "03:00:00", DAY + "03:00:30")  # before every observation: the handles still name it
+    assert view.time_range.value == (pd.Timestamp(DAY + "03:00:00"), pd.Timestamp(DAY + "03:00:30"))
+    assert [pd.Timestamp(t) for t in view.figure.layout.xaxis.range] == list(view.window())
+    window.set(None, None)  # an open window gives back the plain stops over everything
+    assert [value for _, value in view.time_range.options] == view._stamps
+    assert view.time_range.index == (0, len(view._stamps) - 1)
     view.time_range.index = (1, len(view.time_range.options) - 1)  # by hand
     lo, hi = view.time_range.value
     assert view.window() == (pd.Timestamp(lo), pd.Timestamp(hi))

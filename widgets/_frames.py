@@ -116,6 +116,20 @@ def int_list(value: Any) -> str:
     return "[" + ", ".join(str(int(v)) for v in value) + "]"
 
 
+def id_text(value: Any, unknown: str = "?") -> str:
+    """An integer id, epoch or offset as text; ``unknown`` where it is missing (a value a reader
+    refused becomes null, and a view still draws the row).
+
+    Examples
+    --------
+    >>> id_text(3.0), id_text(None), id_text(float("nan"), "n/a")
+    ('3', '?', 'n/a')
+    """
+    if value is None or pd.isna(value):
+        return unknown
+    return str(int(value))
+
+
 #: Longest run of characters without a space shown whole (a topic name is at most 249; a group
 #: id, a client id or a crafted name in a damaged log can be any length).
 MAX_WORD = 200

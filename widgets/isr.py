@@ -30,6 +30,7 @@ from widgets._frames import (
     LABEL_WORD,
     TimeLike,
     format_time,
+    id_text,
     int_list,
     labelled,
     parse_time,
@@ -38,7 +39,7 @@ from widgets._frames import (
     short_time,
     utc_naive,
 )
-from widgets.linking import TimeWindow, register_view
+from widgets.linking import TimeWindow, place_slider, register_view, slider_options, window_text
 from workbench.analysis.isr import STATES
 from workbench.errors import ConfigError
 
@@ -107,7 +108,7 @@ def partition_label(topic: str, partition: int) -> str:
     >>> partition_label("<b>x</b>", 0)
     '&lt;b&gt;x&lt;/b&gt;-0'
     """
-    return plotly_text(f"{topic}-{int(partition)}", LABEL_WORD)
+    return plotly_text(f"{topic}-{id_text(partition)}", LABEL_WORD)
 
 
 def _selection(values: Iterable[str] | str | None) -> list[str] | None:
@@ -306,7 +307,7 @@ def figure_isr_timeline(
         customdata = [
             [
                 plotly_text(str(row.topic)),
-                int(row.partition),
+                "?" if pd.isna(row.partition) else int(row.partition),
                 STATE_LABELS[state],
                 short_time(row.start),
                 short_time(row.end),
@@ -487,13 +488,6 @@ def _boundaries(states: pd.DataFrame, counts: pd.DataFrame) -> list[pd.Timestamp
     return stamps
 
 
-def _slider_options(stamps: list[pd.Timestamp]) -> list[tuple[str, pd.Timestamp]]:
-    """Slider labels: the time of day when all boundaries share a date (short readout)."""
-    one_day = len({t.date() for t in stamps}) == 1
-    labels = [short_time(t)[11:] if one_day else short_time(t)[5:] for t in stamps]
-    return list(zip(labels, stamps, strict=True))
-
-
 def _initial_index(stamps: list[pd.Timestamp], lo: pd.Timestamp | None, hi: pd.Timestamp | None) -> tuple[int, int]:
     """Slider indices covering ``[lo, hi]``: the last boundary <= lo, the first >= hi."""
     if not stamps:
@@ -589,7 +583,7 @@ class IsrTimeline(ipw.VBox):
         )
         stamps = _boundaries(self._states, self._counts)
         if stamps:
-            options = _slider_options(stamps)
+            options = slider_options(stamps)
         else:
             options = [("(no data)", pd.Timestamp(0))]
         self.time_range = ipw.SelectionRangeSlider(
@@ -653,26 +647,26 @@ class IsrTimeline(ipw.VBox):
         )
 
     def _on_change(self, change: dict) -> None:
-        if change.get("owner") is self.time_range and not self._following:
+        if change.get("owner") is self.time_range:
+            if self._following:
+                return  # placed on the shared window: _follow refreshes once
             self._pinned = None  # the slider moved by hand: it is the window now
         self._refresh()
 
     def _follow(self, change: dict, refresh: bool = True) -> None:
-        """Follow a shared time window: the figures show exactly its range, the slider moves to the
-        interval boundaries around it."""
+        """Follow a shared time window: the figures show exactly its range and the slider's handles
+        sit on it (its bounds join the interval boundaries)."""
         if not self._stamps:
             return
         lo, hi = change["new"]
         self._pinned = None if lo is None and hi is None else (lo, hi)
-        index = (0, len(self._stamps) - 1) if self._pinned is None else _initial_index(self._stamps, lo, hi)
         self._following = True
         try:
-            if tuple(self.time_range.index) != tuple(index):
-                self.time_range.index = index  # refreshes through _on_change
-            elif refresh:
-                self._refresh()
+            place_slider(self.time_range, self._stamps, lo, hi)
         finally:
             self._following = False
+        if refresh:
+            self._refresh()
 
     def _refresh(self) -> None:
         timeline, counts = self.figures()
@@ -683,7 +677,7 @@ class IsrTimeline(ipw.VBox):
                 widget.layout = figure.layout
         shown = sum(len(trace.x) for trace in timeline.data)
         rows = len(timeline.layout.yaxis.categoryarray or ())
-        self.status.value = f"{shown} interval(s) on {rows} partition(s) shown"
+        self.status.value = f"{shown} interval(s) on {rows} partition(s) shown, {window_text(*self.window())}"
 
 
 def _area_view(frames: Any, window: TimeWindow | None) -> IsrTimeline:

@@ -17,10 +17,10 @@ from typing import Any
 import pandas as pd
 import traitlets
 
-from widgets._frames import TimeLike, parse_time
+from widgets._frames import TimeLike, parse_time, short_time
 from workbench.errors import ConfigError
 
-__all__ = ["TimeWindow", "register_view", "view_factories"]
+__all__ = ["TimeWindow", "place_slider", "register_view", "slider_options", "view_factories", "window_text"]
 
 
 class TimeWindow(traitlets.HasTraits):
@@ -52,6 +52,38 @@ class TimeWindow(traitlets.HasTraits):
     @property
     def end(self) -> pd.Timestamp | None:
         return self.range[1]
+
+
+def slider_options(stamps: list[pd.Timestamp]) -> list[tuple[str, pd.Timestamp]]:
+    """A time slider's stops as ``(label, time)``: the time of day when all share a date (a short readout)."""
+    one_day = len({t.date() for t in stamps}) == 1
+    return [(short_time(t)[11:] if one_day else short_time(t)[5:], t) for t in stamps]
+
+
+def place_slider(slider: Any, stamps: list[pd.Timestamp], lo: pd.Timestamp | None, hi: pd.Timestamp | None) -> None:
+    """Put a time ``SelectionRangeSlider``'s handles exactly on ``[lo, hi]``.
+
+    Its stops are ``stamps`` (the view's observation times) plus the window's bounds, so the handles
+    and the readout name the window shown, even a window between two observations or before the
+    first one; an open bound takes the first or last stop. ``(None, None)`` gives back the plain
+    stops over everything. Notifications are held until the slider is consistent (one change, not
+    an options reset followed by an index move).
+    """
+    stops = sorted(set(stamps) | {t for t in (lo, hi) if t is not None})
+    index = (0 if lo is None else stops.index(lo), len(stops) - 1 if hi is None else stops.index(hi))
+    with slider.hold_trait_notifications():
+        if [value for _, value in slider.options] != stops:
+            slider.options = slider_options(stops)
+        if tuple(slider.index) != index:
+            slider.index = index
+
+
+def window_text(lo: pd.Timestamp | None, hi: pd.Timestamp | None) -> str:
+    """The window a view shows, in words (``"from ... to ... UTC"``), for its status line."""
+    if lo is None and hi is None:
+        return "all times"
+    left = short_time(lo) if lo is not None else "the start"
+    return f"{left} to {short_time(hi) if hi is not None else 'the end'} UTC"
 
 
 ViewFactory = Callable[[Mapping[str, pd.DataFrame], TimeWindow | None], Any]

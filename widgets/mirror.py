@@ -27,6 +27,7 @@ from widgets._frames import (
     LABEL_WORD,
     TimeLike,
     format_time,
+    id_text,
     labelled,
     parse_time,
     plotly_text,
@@ -51,7 +52,7 @@ AGE_METRICS = ("replication-latency-ms", "record-age-ms")
 
 
 def _label(topic: Any, partition: Any) -> str:
-    return plotly_text(f"{topic}-{int(partition)}", LABEL_WORD)
+    return plotly_text(f"{topic}-{id_text(partition)}", LABEL_WORD)
 
 
 def _selection(values: Iterable[str] | str | None) -> list[str] | None:
@@ -254,8 +255,8 @@ def audit_table(audit: pd.DataFrame, *, at: TimeLike = None) -> pd.DataFrame:
 
     return pd.DataFrame({
         "group": last["group"].astype(str),
-        "source partition": [f"{t}-{int(p)}" for t, p in zip(last["topic"], last["partition"], strict=True)],
-        "target partition": [f"{t}-{int(p)}" for t, p in zip(last["target_topic"], last["partition"], strict=True)],
+        "source partition": [f"{t}-{id_text(p)}" for t, p in zip(last["topic"], last["partition"], strict=True)],
+        "target partition": [f"{t}-{id_text(p)}" for t, p in zip(last["target_topic"], last["partition"], strict=True)],
         "source committed": [whole(v) for v in last["source_committed"]],
         "checkpoint": [whole(v) for v in last["checkpoint_downstream"]],
         "target committed": [whole(v) for v in last["target_committed"]],
@@ -295,7 +296,7 @@ class MirrorBacklog(ipw.VBox):
                  metrics: pd.DataFrame | None = None, window: TimeWindow | None = None) -> None:
         self._windows, self._episodes, self._audit, self._metrics = windows, episodes, audit, metrics
         self._range: tuple[pd.Timestamp | None, pd.Timestamp | None] = (None, None)
-        labels = sorted({f"{t}-{int(p)}" for t, p in zip(windows["topic"], windows["partition"], strict=True)})
+        labels = sorted({f"{t}-{id_text(p)}" for t, p in zip(windows["topic"], windows["partition"], strict=True)})
         self.measure = ipw.ToggleButtons(options=[("records", "records"), ("bytes", "bytes"), ("age", "age")],
                                          value="records", description="Lag in")
         self.partition_filter = ipw.SelectMultiple(options=labelled(labels), value=(), rows=min(8, max(3, len(labels))),

@@ -28,6 +28,7 @@ from plotly.subplots import make_subplots
 from widgets._frames import (
     TimeLike,
     format_time,
+    id_text,
     labelled,
     parse_time,
     plotly_text,
@@ -35,7 +36,7 @@ from widgets._frames import (
     short_time,
     utc_naive,
 )
-from widgets.linking import TimeWindow, register_view
+from widgets.linking import TimeWindow, place_slider, register_view, slider_options, window_text
 from workbench.errors import ConfigError
 
 __all__ = ["QuorumDivergence", "figure_quorum_divergence"]
@@ -68,7 +69,7 @@ def _prepare(offsets: pd.DataFrame) -> pd.DataFrame:
     frame["time"] = utc_naive(frame["time"])
     if "note" in frame.columns:
         frame = frame[frame["note"].isna()]
-    frame = frame[frame["kind"].isin(LINE_KINDS) & frame["offset_lag"].notna()]
+    frame = frame[frame["kind"].isin(LINE_KINDS) & frame["offset_lag"].notna() & frame["node_id"].notna()]
     return frame.sort_values(["node_id", "source", "time"], kind="stable")
 
 
@@ -167,7 +168,8 @@ def figure_quorum_divergence(
     for row, column in ((1, "offset_lag"), (2, "time_lag_ms")):
         for (node, source), part in groups:
             role = part["role"].iloc[0] if "role" in part.columns and pd.notna(part["role"].iloc[0]) else "node"
-            custom = [[int(node), plotly_text(str(role)), plotly_text(str(source)), short_time(r.time), int(r.offset),
+            custom = [[int(node), plotly_text(str(role)), plotly_text(str(source)), short_time(r.time),
+                       "n/a" if pd.isna(r.offset) else int(r.offset),
                        "n/a" if pd.isna(r.leader_offset) else int(r.leader_offset),
                        int(r.offset_lag), "n/a" if pd.isna(r.time_lag_ms) else int(r.time_lag_ms)]
                       for r in part.itertuples(index=False)]
@@ -194,7 +196,7 @@ def figure_quorum_divergence(
             fig.add_trace(go.Scatter(
                 name=event, x=[format_time(t) for t in part["time"]], y=[0] * len(part), mode="markers",
                 marker={"symbol": symbol, "size": 11, "color": "#444"},
-                text=[f"broker {int(b)} {event}" for b in part["broker_id"]],
+                text=[f"broker {id_text(b)} {event}" for b in part["broker_id"]],
                 hovertemplate="%{text}<br>%{x}<extra></extra>"), row=1, col=1)
     left = lo if lo is not None else frame["time"].min()
     right = hi if hi is not None else frame["time"].max()
@@ -207,7 +209,7 @@ def figure_quorum_divergence(
                 continue
             fig.add_vrect(x0=format_time(max(s, left)), x1=format_time(min(e, right)), line_width=0,
                           fillcolor=_EPOCH_SHADES[i % 2], layer="below",
-                          annotation_text=f"epoch {int(r.epoch)}: leader {int(r.leader)}",
+                          annotation_text=f"epoch {id_text(r.epoch)}: leader {id_text(r.leader)}",
                           annotation_position="top left", annotation_font_size=10)
     if stalls is not None and not stalls.empty:
         for r in stalls.itertuples(index=False):
@@ -268,7 +270,7 @@ class QuorumDivergence(ipw.VBox):
             step = len(stamps) / 400
             stamps = [stamps[int(i * step)] for i in range(400)] + [stamps[-1]]
         self._stamps = stamps
-        options = [(short_time(t)[11:], t) for t in stamps] or [("(no data)", pd.Timestamp(0))]
+        options = slider_options(stamps) or [("(no data)", pd.Timestamp(0))]
         self.time_range = ipw.SelectionRangeSlider(options=options, index=(0, max(0, len(options) - 1)),
                                                    description="Time (UTC)", continuous_update=False,
                                                    disabled=not stamps, layout=ipw.Layout(width="98%"))
@@ -306,29 +308,26 @@ class QuorumDivergence(ipw.VBox):
                                         sources=self.source_filter.value or None, start=lo, end=hi)
 
     def _on_change(self, change: dict) -> None:
-        if change.get("owner") is self.time_range and not self._following:
+        if change.get("owner") is self.time_range:
+            if self._following:
+                return  # placed on the shared window: _follow refreshes once
             self._pinned = None  # the slider moved by hand: it is the window now
         self._refresh()
 
     def _follow(self, change: dict, refresh: bool = True) -> None:
-        """Follow a shared time window: the figure shows exactly its range, the slider moves to the
-        observations around it."""
+        """Follow a shared time window: the figure shows exactly its range and the slider's handles
+        sit on it (its bounds join the slider's stops)."""
         if not self._stamps:
             return
         lo, hi = change["new"]
         self._pinned = None if lo is None and hi is None else (lo, hi)
-        first = 0 if lo is None else max([i for i, t in enumerate(self._stamps) if t <= lo], default=0)
-        last = (len(self._stamps) - 1 if hi is None
-                else min([i for i, t in enumerate(self._stamps) if t >= hi], default=len(self._stamps) - 1))
-        index = (min(first, last), max(first, last))
         self._following = True
         try:
-            if tuple(self.time_range.index) != index:
-                self.time_range.index = index  # refreshes through _on_change
-            elif refresh:
-                self._refresh()
+            place_slider(self.time_range, self._stamps, lo, hi)
         finally:
             self._following = False
+        if refresh:
+            self._refresh()
 
     def _refresh(self) -> None:
         fig = self.figure_now()
@@ -337,7 +336,7 @@ class QuorumDivergence(ipw.VBox):
             self.figure.add_traces(list(fig.data))
             self.figure.layout = fig.layout
         lines = [t for t in fig.data if t.mode == "lines+markers"]
-        self.status.value = f"{len(lines) // 2} node/source series shown"
+        self.status.value = f"{len(lines) // 2} node/source series shown, {window_text(*self.window())}"
 
 
 def _area_view(frames: Any, window: TimeWindow | None) -> QuorumDivergence:

@@ -27,6 +27,7 @@ from widgets._frames import (
     LABEL_WORD,
     TimeLike,
     format_time,
+    id_text,
     labelled,
     parse_time,
     plotly_text,
@@ -169,7 +170,7 @@ def figure_tier_backlog(series: pd.DataFrame, *, measure: str = "segments",
     keys = list(dict.fromkeys(zip(frame["topic"], frame["partition"], strict=True)))
     for k, (topic, partition) in enumerate(keys):
         part = frame[(frame["topic"] == topic) & (frame["partition"] == partition)]
-        label = plotly_text(f"{topic}-{int(partition)}", LABEL_WORD)
+        label = plotly_text(f"{topic}-{id_text(partition)}", LABEL_WORD)
         for lag in lag_sel:
             times, values = _clip(list(part["time"]), [float(v) if pd.notna(v) else 0.0
                                                        for v in part[f"{lag}_{suffix}"]], lo, hi)

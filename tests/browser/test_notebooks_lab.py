@@ -38,6 +38,7 @@ import pytest
 
 from peer.cluster import free_ports
 from tests.browser.test_report_browser import ANNOUNCEMENTS, CHROMIUM, LAUNCH_ARGS
+from widgets._frames import short_time
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ("00_overview", "01_quorum", "02_isr", "03_consumer_lag", "04_mirror_and_tier")
@@ -402,6 +403,7 @@ def test_overview_findings_timeline_opens_and_moves_the_area_view(lab_page: Any,
         opened = _opened_view(page, set(), "00_overview")
         print(f"clicked {finding[1]} on {finding[0]} ({finding[2]} → {finding[3]}); opened: {opened}")
         _assert_views_at(page, opened, lo, hi, "the opened view after the click", timeout_s=VIEW_MS / 1000)
+        _assert_slider_names(page, lo, hi, "the opened view after the click")
         # the screenshot shows the opened view, not wherever the page was (Lab draws cells as they scroll in)
         _scroll_to(page, opened[0]).wait_for(state="visible")
         page.wait_for_timeout(1000)
@@ -410,9 +412,24 @@ def test_overview_findings_timeline_opens_and_moves_the_area_view(lab_page: Any,
         _type_window(page, new_lo, new_hi)
         _assert_views_at(page, [TIMELINE, *opened], new_lo, new_hi, "the timeline and the opened view after "
                          "typing a range", timeout_s=VIEW_MS / 1000)
+        _assert_slider_names(page, new_lo, new_hi, "the opened view after typing a range")
 
         _scroll_to(page, TIMELINE)
     print(f"screenshot: {tmp_path / 'overview-clicked.png'}")
+
+
+def _assert_slider_names(page: Any, lo: pd.Timestamp, hi: pd.Timestamp, when: str) -> None:
+    """The opened view's status line names the window shown, and its time slider's handles sit on
+    it (the readout starts at the window's start, not at an observation around it)."""
+    words = f"{short_time(lo)} to {short_time(hi)} UTC"
+    status = page.locator(".jp-OutputArea .widget-html-content", has_text=words)
+    try:
+        status.first.wait_for(timeout=VIEW_MS)
+    except Exception as exc:  # noqa: BLE001 - say what was shown instead
+        shown = page.locator(".jp-OutputArea .widget-html-content").all_text_contents()
+        raise AssertionError(f"{when}: no status line says {words!r}; shown: {shown}") from exc
+    readouts = page.locator(".jp-OutputArea .widget-readout").all_text_contents()
+    assert any(r.startswith(short_time(lo)[11:]) for r in readouts), f"{when}: slider readouts {readouts}"
 
 
 def _x_ranges(page: Any, titles: list[str]) -> dict[str, list[tuple[str, Any]]]:
