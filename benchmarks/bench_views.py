@@ -91,6 +91,9 @@ def main() -> None:
     parser.add_argument("--per-area", action="store_true",
                         help="first time each area's findings on their own (steps findings:<area>, with their rows); "
                              "the findings step then only unions what is already computed")
+    parser.add_argument("--live", action="store_true",
+                        help="open the overview as the notebook does (Investigation.live_overview_timeline: drawn "
+                             "area by area): first_plot_s is the first drawing with bars, draws every drawing")
     args = parser.parse_args()
 
     from collections import Counter
@@ -122,6 +125,22 @@ def main() -> None:
                 rows = step(f"findings:{name}", lambda a=area: a.findings(inv.tables, dict(inv.params)).collect())
                 per_area[name] = dict(Counter((r["kind"], r["severity"]) for r in rows).most_common())
                 per_area[name] = {f"{k} {s}": n for (k, s), n in per_area[name].items()}
+    draws: list[dict] = []
+    if args.live:
+        import time
+
+        from widgets.timeline import FindingsTimeline
+
+        update, t0 = FindingsTimeline.update, time.monotonic()
+
+        def timed(self, frame, *, pending=()):
+            update(self, frame, pending=pending)
+            draws.append({"seconds": round(time.monotonic() - t0, 1), "findings": len(frame),
+                          "areas_pending": list(pending)})
+
+        FindingsTimeline.update = timed
+        step("overview", inv.live_overview_timeline)
+        FindingsTimeline.update = update
     findings = step("findings", lambda: inv.findings().toPandas())
     views = {}
     for area in inv.area_titles():
@@ -133,6 +152,9 @@ def main() -> None:
                        "traces": sum(len(f.data) for f in figs)}
     result = {"bundle": json.loads((path / "written.json").read_text("utf-8")),
               "steps": steps, "cpu_seconds": cpu, "findings": len(findings), "per_area": per_area,
+              # from the click that opens the bundle to the first bars (the Spark session already started)
+              "first_plot_s": next((round(steps["open"] + d["seconds"], 1) for d in draws if d["findings"]), None),
+              "draws": draws,
               "bars": len(merge_for_display(findings)), "views": views,
               "jvm_peak_mib": round(jvm.stop() / 2**20),
               "python_peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),

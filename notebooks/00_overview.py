@@ -45,6 +45,8 @@ from widgets import timeline as timeline_view
 from widgets.tables import text_html
 from workbench.analysis import correlate
 
+if not inv.report:  # interactive: the findings timeline first, its bars drawn area by area as each area's arrive
+    inv.live_overview_timeline()
 chained = inv.chains()
 nothing = inv.nothing_to_analyse()
 if nothing:  # no area has data: say so first, list what was found, claim nothing about health
@@ -73,12 +75,12 @@ display(HTML(table_html(chains_pd, limit=50, empty="No chain: no warning or crit
 # open its area's view at that moment.
 
 # %%
-findings_pd = inv.findings().toPandas()
 if inv.report:
-    timeline_view.figure_findings_timeline(findings_pd, titles=inv.area_titles(), areas=list(inv.area_titles()),
-                                           start=start, end=end).show()
+    timeline_view.figure_findings_timeline(inv.findings().toPandas(), titles=inv.area_titles(),
+                                           areas=list(inv.area_titles()), start=start, end=end).show()
 else:
-    display(inv.overview_timeline(findings_pd))
+    display(HTML("<p>The interactive timeline is at the top of this notebook: it was drawn first, "
+                 "area by area as each area's findings arrived.</p>"))
 
 # %% [markdown]
 # ## Findings by area

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from plotly.callbacks import Points
 
 from widgets.isr import IsrTimeline
 from widgets.linking import TimeWindow
@@ -105,3 +106,33 @@ def test_selecting_a_finding_centres_the_window_and_opens_its_area():
     assert lo < row["start"] and hi > row["end"]
     assert [f["area"] for f in opened] == ["isr"]
     assert "&lt;b&gt;orders&lt;/b&gt;" in view.details.value and "<b>orders</b>" not in view.details.value
+
+
+def test_a_timeline_filled_area_by_area_keeps_its_window_links_and_clicks():
+    """The live overview starts empty (saying which areas are computing) and draws each area's bars
+    as they arrive; zoom, the typed range and clicks keep working on the redrawn figure."""
+    window = TimeWindow()
+    opened = []
+    titles = {"quorum": "Quorum", "isr": "ISR health", "consumer_lag": "Consumer lag"}
+    view = FindingsTimeline(findings().iloc[:0], titles=titles, areas=list(titles), window=window,
+                            on_select=opened.append)
+    view.update(findings().iloc[:0], pending=list(titles))
+    assert not view.figure.data
+    assert view.figure.layout.annotations[0].text == "Computing the findings of Quorum, ISR health, Consumer lag..."
+    assert view.status.value == "0 of 0 finding(s) in the window; still computing: Quorum, ISR health, Consumer lag"
+
+    first = findings()[findings()["area"] == "quorum"]
+    view.update(first, pending=["isr", "consumer_lag"])
+    assert [list(t.y) for t in view.figure.data] == [["Quorum"]]
+    assert list(view.figure.layout.yaxis.categoryarray) == ["Quorum", "ISR health", "Consumer lag"]
+    assert view.status.value == "1 of 1 finding(s) in the window; still computing: ISR health, Consumer lag"
+
+    view.update(findings())
+    assert sorted(sum((list(t.y) for t in view.figure.data), [])) == sorted(
+        ["Quorum", "ISR health", "ISR health", "Consumer lag"])
+    assert view.status.value == "4 of 4 finding(s) in the window"
+    view.figure.layout.xaxis.range = [DAY + "03:12:00", DAY + "03:12:30"]  # a zoom on the new layout
+    assert window.range == (pd.Timestamp(DAY + "03:12:00"), pd.Timestamp(DAY + "03:12:30"))
+    critical = view.figure.data[0]  # clicks are bound again on the new traces: a click opens the area
+    critical._dispatch_on_click(Points(point_inds=[1], xs=[0], ys=[0], trace_name="critical", trace_index=0), None)
+    assert [f["area"] for f in opened] == ["isr"]

@@ -108,6 +108,7 @@ def figure_findings_timeline(
     start: TimeLike = None,
     end: TimeLike = None,
     max_bars: int = 2000,
+    empty_text: str = "No finding: nothing the analyses look for happened in this bundle.",
 ) -> go.Figure:
     """All findings on one time axis: one lane per area, one bar per finding, severity colour.
 
@@ -123,6 +124,8 @@ def figure_findings_timeline(
         The x axis range (UTC when naive).
     max_bars : int
         Beyond this many findings, overlapping ones of an area and kind merge (:func:`merge_for_display`).
+    empty_text : str
+        What an empty figure says (the live overview says the findings are still being computed).
 
     Returns
     -------
@@ -149,7 +152,7 @@ def figure_findings_timeline(
     title = "Findings over time, by area"
     if frame.empty:
         fig.update_layout(title=title, height=220, xaxis={"visible": False}, yaxis={"visible": False},
-                          annotations=[{"text": "No finding: nothing the analyses look for happened in this bundle.",
+                          annotations=[{"text": plotly_text(empty_text),
                                         "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}])
         return fig
     span = (frame["end"].max() - frame["start"].min()).total_seconds() * 1000.0
@@ -223,6 +226,7 @@ class FindingsTimeline(ipw.VBox):
         self._areas = areas
         self.window = window or TimeWindow()
         self._on_select = on_select
+        self._pending: tuple[str, ...] = ()
         self.start_box = ipw.Text(description="From (UTC)", placeholder="2026-03-01 03:12:00",
                                   continuous_update=False)
         self.end_box = ipw.Text(description="To (UTC)", placeholder="2026-03-01 03:20:00", continuous_update=False)
@@ -237,6 +241,25 @@ class FindingsTimeline(ipw.VBox):
         self.figure.layout.on_change(self._zoomed, "xaxis.range")
         super().__init__(children=[ipw.HBox([self.start_box, self.end_box]), self.status, self.figure,
                                    self.details])
+        self._window_moved({"new": self.window.range})
+
+    def update(self, findings: pd.DataFrame, *, pending: Sequence[str] = ()) -> None:
+        """Draw ``findings`` instead of the current ones, keeping the window, clicks and zoom links.
+
+        The live overview fills the timeline area by area: ``pending`` names the areas whose
+        findings are still being computed (said in the status line, and by an empty figure).
+        """
+        self._frame = merge_for_display(findings)
+        self._pending = tuple(pending)
+        waiting = ", ".join(self._titles.get(a, a) for a in self._pending)
+        fig = figure_findings_timeline(self._frame, titles=self._titles, areas=self._areas,
+                                       **({"empty_text": f"Computing the findings of {waiting}..."} if waiting else {}))
+        with self.figure.batch_update():
+            self.figure.data = ()
+            self.figure.add_traces(list(fig.data))
+            self.figure.layout = fig.layout
+        self.figure.layout.on_change(self._zoomed, "xaxis.range")  # a new layout object: link it again
+        self._bind_clicks()
         self._window_moved({"new": self.window.range})
 
     def _bind_clicks(self) -> None:
@@ -270,7 +293,9 @@ class FindingsTimeline(ipw.VBox):
                     right = hi if hi is not None else self._frame["end"].max()
                     self.figure.layout.xaxis.range = [format_time(left), format_time(right)]
             shown = self._in_window(lo, hi)
-            self.status.value = f"{shown} of {len(self._frame)} finding(s) in the window"
+            pending = ", ".join(self._titles.get(a, a) for a in self._pending)
+            self.status.value = (f"{shown} of {len(self._frame)} finding(s) in the window"
+                                 + (f"; still computing: {text_html(pending)}" if pending else ""))
         finally:
             self._syncing = False
 

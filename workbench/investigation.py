@@ -142,6 +142,34 @@ class Investigation:
 
     def overview_timeline(self, findings: Any) -> Any:
         """The interactive findings timeline, linked to :attr:`window`; a click opens the area's view below it."""
+        return self._overview_timeline(findings)[0]
+
+    def live_overview_timeline(self) -> Any:
+        """Show the interactive findings timeline at once and fill it area by area.
+
+        Each area's bars appear as soon as its findings are computed (``findings_in_turn``): the
+        first plot comes after the first area's findings, not after all of them; the status line
+        names the areas still computing. It ends on :meth:`findings` (what the report holds, in
+        its order). For Jupyter; the widget is displayed here and returned.
+        """
+        import pandas as pd
+        from IPython.display import display
+
+        from workbench.analysis.findings import FINDINGS_SCHEMA, findings_in_turn
+
+        frames = [self.spark.createDataFrame([], FINDINGS_SCHEMA).toPandas()]
+        pending = list(self.area_titles())
+        box, timeline = self._overview_timeline(frames[0], pending=pending)
+        display(box)
+        for area, rows in findings_in_turn(self.tables, self.params):
+            pending.remove(area)
+            if rows:
+                frames.append(self.spark.createDataFrame(rows, FINDINGS_SCHEMA).toPandas())
+            timeline.update(pd.concat(frames[1:], ignore_index=True) if len(frames) > 1 else frames[0], pending=pending)
+        timeline.update(self.findings().toPandas())
+        return box
+
+    def _overview_timeline(self, findings: Any, pending: list[str] | None = None) -> tuple[Any, Any]:
         import ipywidgets as ipw
 
         from widgets.timeline import FindingsTimeline
@@ -159,7 +187,9 @@ class Investigation:
 
         titles = self.area_titles()
         timeline = FindingsTimeline(findings, titles=titles, areas=list(titles), window=self.window, on_select=opened)
-        return ipw.VBox([timeline, out])
+        if pending:
+            timeline.update(findings, pending=pending)
+        return ipw.VBox([timeline, out]), timeline
 
     def view(self, area: str) -> Any:
         """The interactive view an area registered (``widgets.linking.register_view``), following :attr:`window`."""

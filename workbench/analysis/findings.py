@@ -23,7 +23,7 @@ import importlib
 import itertools
 import pkgutil
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, Row, SparkSession
 
 FINDINGS_SCHEMA = (
     "area string, kind string, severity string, subject_type string, subject string, start timestamp, "
@@ -288,17 +288,27 @@ def all_findings(tables: Any, params: Mapping[str, Any] | None = None) -> DataFr
     --------
     >>> all_findings(workbench.load(bundle, spark)).show()   # doctest: +SKIP
     """
-    rows: list[Any] = []
+    rows = [row for _, area_rows in findings_in_turn(tables, params) for row in area_rows]
+    return ordered_findings(tables.spark.createDataFrame(rows, FINDINGS_SCHEMA))
+
+
+def findings_in_turn(tables: Any, params: Mapping[str, Any] | None = None) -> Iterator[tuple[str, list[Row]]]:
+    """Each registered area's findings rows, area by area in registry order, as soon as each is computed.
+
+    An area none of whose tables has a row yields ``[]``: it says so once, in the report's "no
+    data" line, not in findings of what its inputs lack. The overview draws each area's bars as
+    they arrive (:meth:`workbench.investigation.Investigation.live_overview_timeline`);
+    :func:`all_findings` is their union. Each area's findings are kept per bundle
+    (:func:`register_area`), so computing them here first costs nothing later.
+    """
     for area in areas().values():
-        # an area none of whose tables has a row says so once, in the report's "no data" line,
-        # not in findings of what its inputs lack
         if not area_has_data(tables, area.name):
+            yield area.name, []
             continue
         # findings are few (one row per episode or event): each area's are computed on their own
         # and kept as rows, so what follows (correlation, views) plans over a small local table
         # instead of every area's lineage at once, which outgrew a 512 MiB driver
-        rows += check_findings(area.findings(tables, dict(params or {})), f"area {area.name}").collect()
-    return ordered_findings(tables.spark.createDataFrame(rows, FINDINGS_SCHEMA))
+        yield area.name, check_findings(area.findings(tables, dict(params or {})), f"area {area.name}").collect()
 
 
 def area_has_data(tables: Any, name: str) -> bool:

@@ -1,0 +1,48 @@
+"""The overview's findings timeline drawn area by area as each area's findings arrive (Spark)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.test_report import write_incident_bundle
+from widgets.timeline import FindingsTimeline, merge_for_display
+from workbench.investigation import open_investigation
+
+pytestmark = pytest.mark.spark
+
+
+def test_the_live_overview_draws_each_area_as_it_arrives_and_ends_on_the_findings(
+        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    inv = open_investigation(write_incident_bundle(tmp_path / "incident"), spark=spark)
+    drawn: list[tuple[list[str], list[str], pd.DataFrame]] = []
+    update = FindingsTimeline.update
+
+    def watched(self: FindingsTimeline, findings: pd.DataFrame, *, pending=()) -> None:
+        drawn.append((sorted(set(findings["area"])), list(pending), findings.copy()))
+        update(self, findings, pending=pending)
+
+    monkeypatch.setattr(FindingsTimeline, "update", watched)
+    box = inv.live_overview_timeline()
+    timeline = box.children[0]
+    areas = list(inv.area_titles())
+    expected = inv.findings().toPandas()
+    assert set(expected["area"]) >= {"isr"}  # the incident has findings to draw
+
+    # first an empty timeline naming every area as computing, then one drawing per area, each with
+    # the findings of the areas done so far, then the findings as the report holds them
+    assert [(a, p, len(f)) for a, p, f in drawn[:1]] == [([], areas, 0)]
+    assert [p for _, p, _ in drawn[1:-1]] == [areas[i + 1:] for i in range(len(areas))]
+    for i, (present, _, frame) in enumerate(drawn[1:-1]):
+        done = expected[expected["area"].isin(areas[: i + 1])]
+        assert present == sorted(set(done["area"]))
+        key = ["area", "kind", "subject", "start"]
+        pd.testing.assert_frame_equal(frame.sort_values(key).reset_index(drop=True)[list(expected.columns)],
+                                      done.sort_values(key).reset_index(drop=True))
+    pd.testing.assert_frame_equal(drawn[-1][2], expected)
+    shown = merge_for_display(expected)  # what the timeline draws of them (as it did before it was live)
+    pd.testing.assert_frame_equal(timeline._frame, shown)
+    assert timeline.status.value == f"{len(shown)} of {len(shown)} finding(s) in the window"
+    assert sum(len(t.y) for t in timeline.figure.data) == len(shown)
