@@ -136,6 +136,17 @@ def test_the_view_shows_exactly_a_shared_window_between_observations_and_starts_
     assert view.window() == (pd.Timestamp(lo), pd.Timestamp(hi))
 
 
+def test_a_view_of_one_observation_opens_on_a_window_before_it() -> None:
+    """The demo's quorum view: one ``describe --replication`` capture, after the clicked stall: the
+    slider grows from one stop to three (the window's bounds first) and its handles sit on the window."""
+    window = TimeWindow()
+    window.set(DAY + "03:11:50", DAY + "03:11:55")
+    view = QuorumDivergence(offsets_frame(OFFSETS[3:4]), STALLS, TIMELINE, FENCES, window=window)
+    assert [value for _, value in view.time_range.options] == [
+        pd.Timestamp(DAY + "03:11:50"), pd.Timestamp(DAY + "03:11:55"), pd.Timestamp(DAY + "03:12:01")]
+    assert view.time_range.value == view.window() == (pd.Timestamp(DAY + "03:11:50"), pd.Timestamp(DAY + "03:11:55"))
+
+
 def test_the_view_is_registered_for_the_quorum_area() -> None:
     factory = view_factories()["quorum"]
     view = factory({"offsets": offsets_frame(), "stalls": STALLS, "timeline": TIMELINE, "fences": FENCES}, None)

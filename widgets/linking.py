@@ -66,16 +66,16 @@ def place_slider(slider: Any, stamps: list[pd.Timestamp], lo: pd.Timestamp | Non
     Its stops are ``stamps`` (the view's observation times) plus the window's bounds, so the handles
     and the readout name the window shown, even a window between two observations or before the
     first one; an open bound takes the first or last stop. ``(None, None)`` gives back the plain
-    stops over everything. Notifications are held until the slider is consistent (one change, not
-    an options reset followed by an index move).
+    stops over everything. The slider's observers see the options reset before the handles move
+    (``hold_trait_notifications`` would validate the new index against the old options), so a
+    view ignores its slider's changes while it places it.
     """
     stops = sorted(set(stamps) | {t for t in (lo, hi) if t is not None})
     index = (0 if lo is None else stops.index(lo), len(stops) - 1 if hi is None else stops.index(hi))
-    with slider.hold_trait_notifications():
-        if [value for _, value in slider.options] != stops:
-            slider.options = slider_options(stops)
-        if tuple(slider.index) != index:
-            slider.index = index
+    if [value for _, value in slider.options] != stops:
+        slider.options = slider_options(stops)
+    if tuple(slider.index) != index:
+        slider.index = index
 
 
 def window_text(lo: pd.Timestamp | None, hi: pd.Timestamp | None) -> str:
