@@ -151,3 +151,15 @@ def test_the_view_is_registered_for_the_quorum_area() -> None:
     factory = view_factories()["quorum"]
     view = factory({"offsets": offsets_frame(), "stalls": STALLS, "timeline": TIMELINE, "fences": FENCES}, None)
     assert isinstance(view, QuorumDivergence)
+
+
+def test_bands_outside_a_new_window_leave_the_page() -> None:
+    """A new layout reaches the page as a relayout of its own keys: the epoch and stall bands of the
+    window before must be removed explicitly when the new window has none."""
+    window = TimeWindow()
+    view = QuorumDivergence(offsets_frame(), STALLS, TIMELINE, FENCES, window=window)
+    assert view.figure.layout.shapes  # epoch and stall bands
+    sent, send = [], view.figure._send_relayout_msg
+    view.figure._send_relayout_msg = lambda edits, view_id=None: (sent.append(edits), send(edits, view_id))
+    window.set(DAY + "03:00:00", DAY + "03:00:30")  # before every band
+    assert not view.figure.layout.shapes and {"shapes": []} in sent

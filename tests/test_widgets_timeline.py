@@ -122,7 +122,11 @@ def test_a_timeline_filled_area_by_area_keeps_its_window_links_and_clicks():
     assert view.status.value == "0 of 0 finding(s) in the window; still computing: Quorum, ISR health, Consumer lag"
 
     first = findings()[findings()["area"] == "quorum"]
+    sent, send = [], view.figure._send_relayout_msg
+    view.figure._send_relayout_msg = lambda edits, view_id=None: (sent.append(edits), send(edits, view_id))
     view.update(first, pending=["isr", "consumer_lag"])
+    assert {"annotations": []} in sent  # the page drops the "computing" sentence (a new layout would not)
+    assert not view.figure.layout.annotations
     assert [list(t.y) for t in view.figure.data] == [["Quorum"]]
     assert list(view.figure.layout.yaxis.categoryarray) == ["Quorum", "ISR health", "Consumer lag"]
     assert view.status.value == "1 of 1 finding(s) in the window; still computing: ISR health, Consumer lag"

@@ -116,6 +116,22 @@ def int_list(value: Any) -> str:
     return "[" + ", ".join(str(int(v)) for v in value) + "]"
 
 
+def redraw(widget: Any, figure: Any) -> None:
+    """Show ``figure``'s traces and layout in the ``FigureWidget`` ``widget``.
+
+    A new layout reaches the page as a relayout of the keys it holds: annotations and shapes the
+    old layout had and the new one lacks (an empty figure's sentence, a stall band outside the new
+    window) would stay drawn, so their removal is sent first.
+    """
+    for key in ("annotations", "shapes"):
+        if widget.layout[key] and not figure.layout[key]:
+            widget.layout[key] = ()
+    with widget.batch_update():
+        widget.data = ()
+        widget.add_traces(list(figure.data))
+        widget.layout = figure.layout
+
+
 def id_text(value: Any, unknown: str = "?") -> str:
     """An integer id, epoch or offset as text; ``unknown`` where it is missing (a value a reader
     refused becomes null, and a view still draws the row).

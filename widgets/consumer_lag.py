@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from widgets._frames import TimeLike, labelled, parse_time, plotly_text, require_columns, utc_naive
+from widgets._frames import TimeLike, labelled, parse_time, plotly_text, redraw, require_columns, utc_naive
 from widgets.linking import TimeWindow, register_view
 from workbench.errors import ConfigError
 
@@ -322,10 +322,7 @@ class ConsumerLagView(ipw.VBox):
     def _refresh(self) -> None:
         figures = self.figures()
         for widget, figure in zip((self.histogram, self.cache_figure, self.series_figure), figures, strict=True):
-            with widget.batch_update():
-                widget.data = ()
-                widget.add_traces(list(figure.data))
-                widget.layout = figure.layout
+            redraw(widget, figure)
         lines = len(figures[2].data)
         self.status.value = f"{lines} group-partition line(s) shown"
 

@@ -35,6 +35,7 @@ from widgets._frames import (
     labelled,
     parse_time,
     plotly_text,
+    redraw,
     require_columns,
     short_time,
     utc_naive,
@@ -671,10 +672,7 @@ class IsrTimeline(ipw.VBox):
     def _refresh(self) -> None:
         timeline, counts = self.figures()
         for widget, figure in ((self.timeline, timeline), (self.counts_figure, counts)):
-            with widget.batch_update():
-                widget.data = ()
-                widget.add_traces(list(figure.data))
-                widget.layout = figure.layout
+            redraw(widget, figure)
         shown = sum(len(trace.x) for trace in timeline.data)
         rows = len(timeline.layout.yaxis.categoryarray or ())
         self.status.value = f"{shown} interval(s) on {rows} partition(s) shown, {window_text(*self.window())}"

@@ -31,6 +31,7 @@ from widgets._frames import (
     labelled,
     parse_time,
     plotly_text,
+    redraw,
     require_columns,
     utc_naive,
 )
@@ -325,10 +326,7 @@ class MirrorBacklog(ipw.VBox):
 
     def _refresh(self) -> None:
         fig = self.figures()
-        with self.figure.batch_update():
-            self.figure.data = ()
-            self.figure.add_traces(list(fig.data))
-            self.figure.layout = fig.layout
+        redraw(self.figure, fig)
         table = audit_table(self._audit, at=self._range[1]) if not self._audit.empty else self._audit
         self.audit_html.value = ("<b>Offset translation audit</b>"
                                  + table_html(table, empty="No consumer group synced by MirrorMaker 2."))

@@ -32,6 +32,7 @@ from widgets._frames import (
     labelled,
     parse_time,
     plotly_text,
+    redraw,
     require_columns,
     short_time,
     utc_naive,
@@ -331,10 +332,7 @@ class QuorumDivergence(ipw.VBox):
 
     def _refresh(self) -> None:
         fig = self.figure_now()
-        with self.figure.batch_update():
-            self.figure.data = ()
-            self.figure.add_traces(list(fig.data))
-            self.figure.layout = fig.layout
+        redraw(self.figure, fig)
         lines = [t for t in fig.data if t.mode == "lines+markers"]
         self.status.value = f"{len(lines) // 2} node/source series shown, {window_text(*self.window())}"
 

@@ -31,6 +31,7 @@ from widgets._frames import (
     labelled,
     parse_time,
     plotly_text,
+    redraw,
     require_columns,
     short_time,
     utc_naive,
@@ -365,10 +366,7 @@ class TierBacklog(ipw.VBox):
     def _refresh(self) -> None:
         backlog, ranges = self.figures()
         for widget, figure in ((self.backlog_figure, backlog), (self.ranges_figure, ranges)):
-            with widget.batch_update():
-                widget.data = ()
-                widget.add_traces(list(figure.data))
-                widget.layout = figure.layout
+            redraw(widget, figure)
         window = "whole bundle" if self._lo is None and self._hi is None else (
             f"{short_time(self._lo) if self._lo is not None else '…'} → "
             f"{short_time(self._hi) if self._hi is not None else '…'}")

@@ -21,6 +21,7 @@ from widgets._frames import (
     format_time,
     parse_time,
     plotly_text,
+    redraw,
     require_columns,
     short_time,
     utc_naive,
@@ -254,10 +255,7 @@ class FindingsTimeline(ipw.VBox):
         waiting = ", ".join(self._titles.get(a, a) for a in self._pending)
         fig = figure_findings_timeline(self._frame, titles=self._titles, areas=self._areas,
                                        **({"empty_text": f"Computing the findings of {waiting}..."} if waiting else {}))
-        with self.figure.batch_update():
-            self.figure.data = ()
-            self.figure.add_traces(list(fig.data))
-            self.figure.layout = fig.layout
+        redraw(self.figure, fig)  # the "computing" sentence leaves the page
         self.figure.layout.on_change(self._zoomed, "xaxis.range")  # a new layout object: link it again
         self._bind_clicks()
         self._window_moved({"new": self.window.range})

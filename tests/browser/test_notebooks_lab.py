@@ -397,6 +397,8 @@ def test_overview_findings_timeline_opens_and_moves_the_area_view(lab_page: Any,
         assert len(lanes) == 5, lanes  # the demo bundle has findings in all five areas
         names = timeline.evaluate("gd => gd.data.map(t => t.name)")
         assert names[0] == "critical", names
+        # drawn area by area: nothing of the "computing" drawings is left on the page
+        assert timeline.evaluate("gd => (gd.layout.annotations || []).map(a => a.text)") == []
 
         # the earliest critical finding
         finding, lo, hi = _click_finding(page, timeline, None)
