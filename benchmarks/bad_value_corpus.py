@@ -138,16 +138,30 @@ def _header_edit(rel: str, pos: int, name: str, value: int) -> Callable[[Path], 
     return edit
 
 
-def _value_edit(rel: str, pos: int, size: int, old: bytes, new: bytes) -> Callable[[Path], None]:
-    """Replace one record's value bytes ``old`` by ``new`` (same length) inside the batch at ``pos``."""
+def _record_spans(batch: Any) -> Iterator[tuple[Any, int]]:
+    """Each record of an uncompressed v2 batch with its start, in bytes from the batch's start."""
+    at = 61
+    for rec in batch.records():
+        yield rec, at
+        at += rec.size
+
+
+def _value_edit(rel: str, pos: int, start: int, size: int, old: bytes, new: bytes) -> Callable[[Path], None]:
+    """Replace one record's value bytes ``old`` by ``new`` (same length) inside that record.
+
+    ``start`` and ``size`` are the record's bytes relative to the batch at ``pos``: a batch often holds
+    several records with the same value (one commit of many partitions), so the search stays inside
+    the record.
+    """
     if len(old) != len(new):
         raise ValueError("a record value must keep its length")
 
     def edit(root: Path) -> None:
         data = bytearray((root / rel).read_bytes())
-        at = bytes(data).find(old, pos + 61, pos + size)
-        if at < 0 or bytes(data).find(old, at + 1, pos + size) >= 0:
-            raise ValueError(f"{rel}@{pos}: the record value is not found once in its batch")
+        lo, hi = pos + start, pos + start + size
+        at = bytes(data).find(old, lo, hi)
+        if at < 0 or bytes(data).find(old, at + 1, hi) >= 0:
+            raise ValueError(f"{rel}@{pos}: the record value is not found once in its record")
         data[at: at + len(old)] = new
         _crc_fix(data, pos)
         _replace(root / rel, bytes(data))
@@ -217,9 +231,9 @@ def _metadata_variants(bundle: Path, scenario: str) -> list[Variant]:
     done: set[str] = set()
     topics: dict[str, str] = {}
     for b in _batches(seg):
-        if b.is_control:
+        if b.is_control or b.compression != "none":
             continue
-        for rec in b.records():
+        for rec, start in _record_spans(b):
             meta = decode_metadata_record(rec.value)
             if meta.name == "TopicRecord":
                 topics[meta.fields["topicId"]] = meta.fields["name"]
@@ -245,7 +259,7 @@ def _metadata_variants(bundle: Path, scenario: str) -> list[Variant]:
                 out.append(Variant(
                     f"{scenario}/metadata/{meta.name}.{fname}/{kind}", scenario, "metadata",
                     f"{meta.name}.{fname}", kind, rel, str(value), b.position, subjects,
-                    _value_edit(rel, b.position, b.size, bytes(rec.value), new)))
+                    _value_edit(rel, b.position, start, rec.size, bytes(rec.value), new)))
     del node
     return out
 
@@ -279,7 +293,7 @@ def _offsets_variants(bundle: Path, scenario: str) -> list[Variant]:
         for b in _batches(seg):
             if b.is_control or b.compression != "none":
                 continue
-            for rec in b.records():
+            for rec, start in _record_spans(b):
                 co = decode_offsets_record(rec.key, rec.value)
                 if co.name != "OffsetCommit" or co.tombstone or co.error or co.value["leaderEpoch"] < 0:
                     continue
@@ -296,7 +310,7 @@ def _offsets_variants(bundle: Path, scenario: str) -> list[Variant]:
                                                        co.value_version, co.unknown_tags)
                         out.append(Variant(f"{scenario}/offsets/OffsetCommit.{fname}/{kind}", scenario, "offsets",
                                            f"OffsetCommit.{fname}", kind, rel, str(value), b.position, subjects,
-                                           _value_edit(rel, b.position, b.size, bytes(rec.value), new)))
+                                           _value_edit(rel, b.position, start, rec.size, bytes(rec.value), new)))
                 return out
     return out
 
