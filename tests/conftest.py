@@ -25,6 +25,17 @@ settings.register_profile("ci", derandomize=True, database=None, print_blob=True
 settings.register_profile("dev")
 settings.load_profile(os.environ.get("WORKBENCH_HYPOTHESIS_PROFILE", "dev"))
 
+#: Fixtures that give real-Kafka scenario bundles or clusters: a test using one is a ``kafka`` test
+#: whatever its own marks say, so ``-m "not kafka"`` (the part of ``make test`` that runs while the
+#: scenario bundles are still being built) never waits on a build.
+KAFKA_FIXTURES = {"kafka_bundle", "scenario_bundle", "kafka_cluster"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if KAFKA_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.get_closest_marker("kafka"):
+            item.add_marker(pytest.mark.kafka)
+
 
 @pytest.fixture(scope="session")
 def spark():

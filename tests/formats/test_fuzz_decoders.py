@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import crc32c
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -98,6 +99,8 @@ def _pinned_bundles() -> list[Path]:
 
 
 BUNDLE_DIRS = _pinned_bundles()
+# seeded from the bundles: make test runs this module once they are built (the "kafka" part)
+pytestmark = pytest.mark.kafka
 
 
 def bundle_files(pattern: str, limit: int = 6) -> list[Path]:
