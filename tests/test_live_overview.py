@@ -9,6 +9,7 @@ import pytest
 
 from tests.test_report import write_incident_bundle
 from widgets.timeline import FindingsTimeline, merge_for_display
+from workbench.analysis.findings import all_findings
 from workbench.investigation import open_investigation
 
 pytestmark = pytest.mark.spark
@@ -18,22 +19,35 @@ def test_the_live_overview_draws_each_area_as_it_arrives_and_ends_on_the_finding
         spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     inv = open_investigation(write_incident_bundle(tmp_path / "incident"), spark=spark)
     drawn: list[tuple[list[str], list[str], pd.DataFrame]] = []
-    update = FindingsTimeline.update
+    first: list[str] = []
+    update, init = FindingsTimeline.update, FindingsTimeline.__init__
 
     def watched(self: FindingsTimeline, findings: pd.DataFrame, *, pending=()) -> None:
         drawn.append((sorted(set(findings["area"])), list(pending), findings.copy()))
         update(self, findings, pending=pending)
 
+    def made(self: FindingsTimeline, findings: pd.DataFrame, **kwargs) -> None:
+        init(self, findings, **kwargs)
+        first.extend(a["text"] for a in self.figure.layout.annotations)
+        drawn.append((sorted(set(findings["area"])), list(kwargs.get("pending", ())), findings.copy()))
+
     monkeypatch.setattr(FindingsTimeline, "update", watched)
+    monkeypatch.setattr(FindingsTimeline, "__init__", made)
     box = inv.live_overview_timeline()
     timeline = box.children[0]
     areas = list(inv.area_titles())
-    expected = inv.findings().toPandas()
+    # what the report computes on its own (the overview kept its rows as the investigation's findings)
+    expected = all_findings(inv.tables, inv.params).toPandas()
+    pd.testing.assert_frame_equal(inv.findings().toPandas(), expected)
     assert set(expected["area"]) >= {"isr"}  # the incident has findings to draw
 
-    # first an empty timeline naming every area as computing, then one drawing per area, each with
-    # the findings of the areas done so far, then the findings as the report holds them
+    # first an empty timeline naming every area as computing (drawn once, by the constructor), then
+    # one drawing per area, each with the findings of the areas done so far, then the findings as
+    # the report holds them
     assert [(a, p, len(f)) for a, p, f in drawn[:1]] == [([], areas, 0)]
+    titles = inv.area_titles()
+    assert first == [f"Computing the findings of {', '.join(titles[a] for a in areas)}..."]
+    assert len(drawn) == len(areas) + 2
     assert [p for _, p, _ in drawn[1:-1]] == [areas[i + 1:] for i in range(len(areas))]
     for i, (present, _, frame) in enumerate(drawn[1:-1]):
         done = expected[expected["area"].isin(areas[: i + 1])]

@@ -209,6 +209,8 @@ class FindingsTimeline(ipw.VBox):
     on_select : callable, optional
         Called with the clicked finding (a dict) after the window moved to it; the overview
         notebook opens the area's view there.
+    pending : sequence of str, optional
+        Areas whose findings are still being computed (see :meth:`update`).
 
     Attributes
     ----------
@@ -221,19 +223,19 @@ class FindingsTimeline(ipw.VBox):
 
     def __init__(self, findings: pd.DataFrame, *, titles: Mapping[str, str] | None = None,
                  areas: Sequence[str] | None = None, window: TimeWindow | None = None,
-                 on_select: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_select: Callable[[dict[str, Any]], None] | None = None, pending: Sequence[str] = ()) -> None:
         self._frame = merge_for_display(findings)
         self._titles = dict(titles or {})
         self._areas = areas
         self.window = window or TimeWindow()
         self._on_select = on_select
-        self._pending: tuple[str, ...] = ()
+        self._pending: tuple[str, ...] = tuple(pending)
         self.start_box = ipw.Text(description="From (UTC)", placeholder="2026-03-01 03:12:00",
                                   continuous_update=False)
         self.end_box = ipw.Text(description="To (UTC)", placeholder="2026-03-01 03:20:00", continuous_update=False)
         self.status = ipw.HTML()
         self.details = ipw.HTML()
-        self.figure = go.FigureWidget(figure_findings_timeline(self._frame, titles=self._titles, areas=areas))
+        self.figure = go.FigureWidget(self._figure())
         self._bind_clicks()
         self._syncing = False
         self.start_box.observe(self._typed, names="value")
@@ -252,13 +254,16 @@ class FindingsTimeline(ipw.VBox):
         """
         self._frame = merge_for_display(findings)
         self._pending = tuple(pending)
-        waiting = ", ".join(self._titles.get(a, a) for a in self._pending)
-        fig = figure_findings_timeline(self._frame, titles=self._titles, areas=self._areas,
-                                       **({"empty_text": f"Computing the findings of {waiting}..."} if waiting else {}))
-        redraw(self.figure, fig)  # the "computing" sentence leaves the page
+        redraw(self.figure, self._figure())  # the "computing" sentence leaves the page
         self.figure.layout.on_change(self._zoomed, "xaxis.range")  # a new layout object: link it again
         self._bind_clicks()
         self._window_moved({"new": self.window.range})
+
+    def _figure(self) -> go.Figure:
+        """The timeline of the current findings; while areas are pending, its empty text names them."""
+        waiting = ", ".join(self._titles.get(a, a) for a in self._pending)
+        empty = {"empty_text": f"Computing the findings of {waiting}..."} if waiting else {}
+        return figure_findings_timeline(self._frame, titles=self._titles, areas=self._areas, **empty)
 
     def _bind_clicks(self) -> None:
         for trace in self.figure.data:

@@ -155,18 +155,24 @@ class Investigation:
         import pandas as pd
         from IPython.display import display
 
-        from workbench.analysis.findings import FINDINGS_SCHEMA, findings_in_turn
+        from workbench.analysis.findings import FINDINGS_SCHEMA, findings_in_turn, ordered_findings
 
-        frames = [self.spark.createDataFrame([], FINDINGS_SCHEMA).toPandas()]
+        empty = self.spark.createDataFrame([], FINDINGS_SCHEMA).toPandas()
         pending = list(self.area_titles())
-        box, timeline = self._overview_timeline(frames[0], pending=pending)
+        box, timeline = self._overview_timeline(empty, pending=pending)
         display(box)
-        for area, rows in findings_in_turn(self.tables, self.params):
+        rows: list[Any] = []
+        frames = []
+        for area, area_rows in findings_in_turn(self.tables, self.params):
             pending.remove(area)
-            if rows:
-                frames.append(self.spark.createDataFrame(rows, FINDINGS_SCHEMA).toPandas())
-            timeline.update(pd.concat(frames[1:], ignore_index=True) if len(frames) > 1 else frames[0], pending=pending)
-        timeline.update(self.findings().toPandas())
+            rows += area_rows
+            if area_rows:
+                frames.append(self.spark.createDataFrame(area_rows, FINDINGS_SCHEMA).toPandas())
+            timeline.update(pd.concat(frames, ignore_index=True) if frames else empty, pending=pending)
+        # the rows just computed are the findings: kept as :meth:`findings` keeps them, in its order
+        found = self.tables.derive(f"findings:{self._key()}",
+                                   lambda: ordered_findings(self.spark.createDataFrame(rows, FINDINGS_SCHEMA)))
+        timeline.update(found.toPandas())
         return box
 
     def _overview_timeline(self, findings: Any, pending: list[str] | None = None) -> tuple[Any, Any]:
@@ -186,9 +192,8 @@ class Investigation:
                     display(view)
 
         titles = self.area_titles()
-        timeline = FindingsTimeline(findings, titles=titles, areas=list(titles), window=self.window, on_select=opened)
-        if pending:
-            timeline.update(findings, pending=pending)
+        timeline = FindingsTimeline(findings, titles=titles, areas=list(titles), window=self.window, on_select=opened,
+                                    pending=pending or ())
         return ipw.VBox([timeline, out]), timeline
 
     def view(self, area: str) -> Any:
