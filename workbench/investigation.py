@@ -79,7 +79,10 @@ class Investigation:
         """Every registered area's findings, most severe and earliest first (computed once)."""
         from workbench.analysis.findings import all_findings
 
-        return self.tables.derive(f"findings:{self._key()}", lambda: all_findings(self.tables, self.params))
+        return self.tables.derive(self._findings_key(), lambda: all_findings(self.tables, self.params))
+
+    def _findings_key(self) -> str:
+        return f"findings:{self._key()}"
 
     def chains(self) -> DataFrame:
         """The findings linked into chains (:func:`workbench.analysis.correlate.chains`), computed once."""
@@ -155,7 +158,7 @@ class Investigation:
         import pandas as pd
         from IPython.display import display
 
-        from workbench.analysis.findings import FINDINGS_SCHEMA, findings_in_turn, ordered_findings
+        from workbench.analysis.findings import FINDINGS_SCHEMA, findings_in_turn, findings_table
 
         empty = self.spark.createDataFrame([], FINDINGS_SCHEMA).toPandas()
         pending = list(self.area_titles())
@@ -170,8 +173,7 @@ class Investigation:
                 frames.append(self.spark.createDataFrame(area_rows, FINDINGS_SCHEMA).toPandas())
             timeline.update(pd.concat(frames, ignore_index=True) if frames else empty, pending=pending)
         # the rows just computed are the findings: kept as :meth:`findings` keeps them, in its order
-        found = self.tables.derive(f"findings:{self._key()}",
-                                   lambda: ordered_findings(self.spark.createDataFrame(rows, FINDINGS_SCHEMA)))
+        found = self.tables.derive(self._findings_key(), lambda: findings_table(self.spark, rows))
         timeline.update(found.toPandas())
         return box
 

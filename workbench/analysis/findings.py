@@ -288,8 +288,12 @@ def all_findings(tables: Any, params: Mapping[str, Any] | None = None) -> DataFr
     --------
     >>> all_findings(workbench.load(bundle, spark)).show()   # doctest: +SKIP
     """
-    rows = [row for _, area_rows in findings_in_turn(tables, params) for row in area_rows]
-    return ordered_findings(tables.spark.createDataFrame(rows, FINDINGS_SCHEMA))
+    return findings_table(tables.spark, [row for _, area_rows in findings_in_turn(tables, params) for row in area_rows])
+
+
+def findings_table(spark: Any, rows: list[Row]) -> DataFrame:
+    """Findings rows (as :func:`findings_in_turn` yields them) as the findings table, most severe and earliest first."""
+    return ordered_findings(spark.createDataFrame(rows, FINDINGS_SCHEMA))
 
 
 def findings_in_turn(tables: Any, params: Mapping[str, Any] | None = None) -> Iterator[tuple[str, list[Row]]]:
