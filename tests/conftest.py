@@ -26,8 +26,7 @@ settings.register_profile("dev")
 settings.load_profile(os.environ.get("WORKBENCH_HYPOTHESIS_PROFILE", "dev"))
 
 #: Fixtures that give real-Kafka scenario bundles or clusters: a test using one is a ``kafka`` test
-#: whatever its own marks say, so ``-m "not kafka"`` (the part of ``make test`` that runs while the
-#: scenario bundles are still being built) never waits on a build.
+#: whatever its own marks say, so ``-m "not kafka"`` selects exactly the tests that need no bundle.
 KAFKA_FIXTURES = {"kafka_bundle", "scenario_bundle", "kafka_cluster"}
 
 
