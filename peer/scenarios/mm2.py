@@ -171,7 +171,8 @@ def run(ctx: ScenarioContext) -> None:
 
     started = time.monotonic()
     mm2 = start_mm2(1)
-    ctx.wait_until(lambda: replicated_total() > 0, timeout=90.0, interval=3.0, what="MM2 replicating")
+    # a JVM and a Connect group started on a loaded machine: 90 s was seen to run out
+    ctx.wait_until(lambda: replicated_total() > 0, timeout=240.0, interval=3.0, what="MM2 replicating")
     ctx.event("mm2_replicating", run=1)
     # Sampling starts once the checkpoint connector has registered its MBeans too (JmxTool
     # resolves the patterns when it starts).

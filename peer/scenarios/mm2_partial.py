@@ -3,8 +3,9 @@
 The set-up of the ``mm2`` scenario (two single-node clusters ``source`` (node 1) and ``target``
 (node 2), MirrorMaker 2 in dedicated mode, group ``app`` synced, source offsets committed every
 2 s), with two topics, ``orders`` and ``payments`` (2 partitions each), produced at ``RATE``
-records/s each for ``PRODUCE_S`` s. This module repeats that set-up rather than importing it, so
-that its bundle's hash covers everything it runs.
+records/s each for ``PRODUCE_S`` s (the scenario stops the producer then, or once the widened
+filter replicates when MirrorMaker 2's restarts took longer). This module repeats that set-up
+rather than importing it, so that its bundle's hash covers everything it runs.
 
 Timeline: MM2 replicates both topics (``mm2_start`` run 1, ``mm2_replicating``); an operator then
 narrows its topic filter to ``orders`` alone and restarts it (``mm2_stopping``/``mm2_stop`` run 1,
@@ -30,6 +31,9 @@ from peer.scenario import ScenarioContext
 #: worker could not leave its Connect group cleanly (a loaded machine), incremental
 #: cooperative rebalancing holds its tasks for scheduled.rebalance.max.delay.ms (300 s).
 RESTART_WAIT_S = 360.0
+#: How long a first MirrorMaker 2 may take to replicate (a JVM and a Connect group started on a
+#: loaded machine).
+START_WAIT_S = 240.0
 
 NAME = "mm2_partial"
 RATE = 20
@@ -39,6 +43,12 @@ CAPTURE_EVERY_S = 5
 TOPICS = ("orders", "payments")
 PAUSED = "payments"
 GROUP = "app"
+#: The producer and the application's consumer run until the scenario stops them, at ``PRODUCE_S``
+#: s or once the widened filter replicates, whichever is later: a restarted MirrorMaker 2 may take
+#: minutes on a loaded machine, and the narrowed filter shows that it replicates only while
+#: ``orders`` still gets records (a producer on a timer of its own had ended by then: the build
+#: timed out waiting for them). This bounds their run should the scenario fail.
+CLIENT_LIMIT_S = int(PRODUCE_S + START_WAIT_S + 3 * RESTART_WAIT_S)
 
 
 def mm2_properties(source: str, target: str, topics: tuple[str, ...]) -> str:
@@ -92,11 +102,12 @@ def run(ctx: ScenarioContext) -> None:
                             "--partitions", "2", "--replication-factor", "1"])
         ctx.event("topic_created", cluster="source", topic=topic, partitions=2, replication_factor=1)
 
-    ctx.background("producer", ctx.kafka.client(
-        ["produce", src, str(PRODUCE_S), str(RATE), *[f"{t}:none" for t in TOPICS]]))
-    ctx.event("producer_start", cluster="source", topics=list(TOPICS), rate=RATE, seconds=PRODUCE_S)
-    ctx.background("consumer-app", ctx.kafka.client(
-        ["consume", src, GROUP, ",".join(TOPICS), str(PRODUCE_S + 5), "0"]))
+    producer = ctx.background("producer", ctx.kafka.client(
+        ["produce", src, str(CLIENT_LIMIT_S), str(RATE), *[f"{t}:none" for t in TOPICS]]))
+    ctx.event("producer_start", cluster="source", topics=list(TOPICS), rate=RATE, seconds=PRODUCE_S,
+              until="stopped")
+    consumer = ctx.background("consumer-app", ctx.kafka.client(
+        ["consume", src, GROUP, ",".join(TOPICS), str(CLIENT_LIMIT_S + 5), "0"]))
     ctx.event("consumer_start", cluster="source", group=GROUP, topics=list(TOPICS))
 
     config = ctx.work / "mm2.properties"
@@ -128,7 +139,7 @@ def run(ctx: ScenarioContext) -> None:
 
     started = time.monotonic()
     mm2 = start_mm2(1, TOPICS)
-    ctx.wait_until(lambda: all(replicated(t) > 0 for t in TOPICS), timeout=90.0, interval=3.0,
+    ctx.wait_until(lambda: all(replicated(t) > 0 for t in TOPICS), timeout=START_WAIT_S, interval=3.0,
                    what="MM2 replicating both topics")
     ctx.event("mm2_replicating", run=1)
     ctx.sleep(CAPTURE_EVERY_S)
@@ -157,9 +168,17 @@ def run(ctx: ScenarioContext) -> None:
     ctx.wait_until(lambda: replicated(PAUSED) > before, timeout=RESTART_WAIT_S, interval=0.5,
                    what="MM2 replicating the widened filter")
     ctx.event("mm2_replicating", run=3)
-    while time.monotonic() - started < PRODUCE_S + 20:
+    while time.monotonic() - started < PRODUCE_S:
+        capture()
+        ctx.sleep(CAPTURE_EVERY_S)
+    producer.stop(30.0)
+    ctx.event("producer_stop", cluster="source", signal="SIGTERM")
+    quiet_end = time.monotonic() + 20
+    while time.monotonic() < quiet_end:  # MM2 and the group catch up with the last records
         capture()
         ctx.sleep(CAPTURE_EVERY_S)
     capture()
+    consumer.stop(30.0)
+    ctx.event("consumer_stop", cluster="source", group=GROUP, signal="SIGTERM")
     stop_mm2(mm2, 3)
     ctx.event("cluster_stop", cluster="source,target", clean=True)
