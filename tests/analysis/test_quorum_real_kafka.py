@@ -173,6 +173,8 @@ def test_other_episodes_are_nodes_catching_up_after_the_election_as_kafka_says(a
     baseline = next(e["t_ms"] for e in manifest["events"] if e["event"] == "capture" and e["what"] == "baseline")
     leader_pauses = [paused for _n, role, paused, _r in pauses(manifest) if role == "leader controller"]
     assert leader_pauses
+    # every node's answers of its applied-offset gauge (for the episodes resting on unanswered scrapes)
+    answered = metrics[metrics.name.isin(quorum.OFFSET_GAUGES["applied"]) & metrics.value.notna()]
     others = unprovoked = 0
     for ep in episodes.itertuples(index=False):
         if any(ep.node_id == node and abs(ms(ep.start) - paused) <= PAUSE_TOLERANCE_MS
@@ -202,7 +204,6 @@ def test_other_episodes_are_nodes_catching_up_after_the_election_as_kafka_says(a
         if not behind.empty and set(behind.kind) == {"unanswered"}:
             # the node's applied-offset gauge: its last answer before, its next after (or the
             # export's end, when the scraper never heard from it again)
-            answered = metrics[metrics.name.isin(quorum.OFFSET_GAUGES["applied"]) & metrics.value.notna()]
             mine = answered[answered.node_id == ep.node_id].timestamp.map(ms)
             last = mine[mine < ms(behind.time.min())].max()
             after = mine[mine > ms(behind.time.max())]
