@@ -4,6 +4,8 @@
 //
 //   produce  BOOTSTRAP SECONDS RATE TOPIC:CODEC[:headers] ...   (RATE records/s per topic)
 //   consume  BOOTSTRAP GROUP TOPIC[,TOPIC] SECONDS RATE          (RATE 0 = as fast as possible)
+//            (SECONDS of reading from the group's first assignment: joining takes seconds on a
+//            loaded machine; a consumer never assigned gives up JOIN_LIMIT_MS after SECONDS)
 //   txn      BOOTSTRAP TOPIC TRANSACTIONAL_ID TRANSACTIONS RECORDS PAUSE_MS GROUP
 //            (transactions of RECORDS records each, every third one aborted; each also
 //            commits an offset of GROUP through the transaction, then PAUSE_MS of rest)
@@ -13,11 +15,13 @@
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -102,6 +106,9 @@ public class PeerClient {
                 + (System.currentTimeMillis() - start) + " ms");
     }
 
+    /** How long a consumer that never gets an assignment keeps trying after its SECONDS. */
+    static final long JOIN_LIMIT_MS = 120_000L;
+
     static void consume(String bootstrap, String group, List<String> topics, int seconds, int rate)
             throws Exception {
         Properties p = new Properties();
@@ -114,17 +121,33 @@ public class PeerClient {
         p.put("key.deserializer", StringDeserializer.class.getName());
         p.put("value.deserializer", StringDeserializer.class.getName());
         long start = System.currentTimeMillis();
-        long end = start + seconds * 1000L;
+        final long[] assignedAt = {0L};
         long consumed = 0;
         long lastCommit = start;
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
-            consumer.subscribe(topics);
-            while (System.currentTimeMillis() < end) {
+            consumer.subscribe(topics, new ConsumerRebalanceListener() {
+                @Override
+                public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                }
+
+                @Override
+                public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                    if (assignedAt[0] == 0L) {
+                        assignedAt[0] = System.currentTimeMillis();
+                    }
+                }
+            });
+            while (true) {
+                long end = assignedAt[0] > 0L ? assignedAt[0] + seconds * 1000L
+                                              : start + seconds * 1000L + JOIN_LIMIT_MS;
+                if (System.currentTimeMillis() >= end) {
+                    break;
+                }
                 ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
                 for (ConsumerRecord<String, String> r : records) {
                     consumed++;
                     if (rate > 0) {
-                        long due = start + (consumed * 1000L) / rate;
+                        long due = assignedAt[0] + (consumed * 1000L) / rate;
                         long wait = due - System.currentTimeMillis();
                         if (wait > 0) {
                             Thread.sleep(wait);
@@ -139,7 +162,9 @@ public class PeerClient {
             consumer.commitSync();
         }
         System.out.println("group " + group + " consumed " + consumed + " records in "
-                + (System.currentTimeMillis() - start) + " ms");
+                + (System.currentTimeMillis() - start) + " ms"
+                + (assignedAt[0] > 0L ? ", reading from its first assignment " + (assignedAt[0] - start) + " ms in"
+                                      : ", never assigned a partition"));
     }
 
     static void txn(String bootstrap, String topic, String transactionalId, int transactions, int records,
