@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from peer.scenario import built_on
 from workbench.dump import dump_files
 from workbench.formats.dumptext import parse_kafka_dump
 
 pytestmark = pytest.mark.kafka
 
 SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2")
-VERSIONS = ("4.3.1", "3.9.2")
+#: (scenario, release) of every bundle the default sets build.
+PAIRS = [(name, version) for name in SCENARIOS for version in built_on(name)]
 
 BATCH_FIELDS = {  # jsonl name -> parsed dump-text name
     "position": "position", "baseOffset": "base_offset", "lastOffset": "last_offset", "count": "record_count",
@@ -32,8 +34,7 @@ RECORD_FIELDS = {"offset": "offset", "timestamp": "timestamp", "keySize": "key_s
                  "headerKeys": "header_keys"}
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize(("name", "version"), PAIRS, ids=[f"{n}-{v}" for n, v in PAIRS])
 def test_jsonl_agrees_with_kafka_dump_log(kafka_bundle, name, version):
     bundle = Path(kafka_bundle(name, version))
     manifest = json.loads((bundle / "manifest.json").read_text())
@@ -69,30 +70,29 @@ def test_jsonl_decodes_every_internal_topic_of_the_bundles(kafka_bundle):
 
     seen: dict[str, int] = {}
     errors = []
-    for version in VERSIONS:
-        for name in SCENARIOS:
-            if os.environ.get("KAFKA_WORKBENCH_NO_BUILD") == "1":
-                from peer.scenario import bundle_dir, is_complete
+    for name, version in PAIRS:
+        if os.environ.get("KAFKA_WORKBENCH_NO_BUILD") == "1":
+            from peer.scenario import bundle_dir, is_complete
 
-                if not is_complete(bundle_dir(name, version)):
+            if not is_complete(bundle_dir(name, version)):
+                continue
+        bundle = Path(kafka_bundle(name, version))
+        for path in sorted((bundle / "nodes").glob("*/logs/**/*.log")):
+            decoder = decoder_for(path)
+            if decoder == "none":
+                continue
+            out = io.StringIO()
+            assert dump_files([str(path)], out=out) == 0, path
+            for obj in map(json.loads, out.getvalue().splitlines()):
+                if obj["kind"] != "record" or "control" in obj:
                     continue
-            bundle = Path(kafka_bundle(name, version))
-            for path in sorted((bundle / "nodes").glob("*/logs/**/*.log")):
-                decoder = decoder_for(path)
-                if decoder == "none":
+                payload = obj.get("payload")
+                if payload is None:  # metadata tombstones do not exist; coordinator ones carry "tombstone"
+                    errors.append(f"{path}: offset {obj['offset']} has no payload")
                     continue
-                out = io.StringIO()
-                assert dump_files([str(path)], out=out) == 0, path
-                for obj in map(json.loads, out.getvalue().splitlines()):
-                    if obj["kind"] != "record" or "control" in obj:
-                        continue
-                    payload = obj.get("payload")
-                    if payload is None:  # metadata tombstones do not exist; coordinator ones carry "tombstone"
-                        errors.append(f"{path}: offset {obj['offset']} has no payload")
-                        continue
-                    seen[decoder] = seen.get(decoder, 0) + 1
-                    if payload.get("error"):
-                        errors.append(f"{path}: offset {obj['offset']}: {payload['error']}")
+                seen[decoder] = seen.get(decoder, 0) + 1
+                if payload.get("error"):
+                    errors.append(f"{path}: offset {obj['offset']}: {payload['error']}")
     assert not errors, "\n".join(errors[:10])
     if os.environ.get("KAFKA_WORKBENCH_NO_BUILD") != "1":
         assert {"cluster-metadata", "offsets", "remote-log-metadata", "mm2-offset-syncs", "mm2-checkpoints",

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from peer.scenario import built_on
 from tests.formats.kafka_dump_runs import KafkaRun, check_driver, run_dump_log
 from workbench.errors import ConfigError
 from workbench.formats.dumptext_write import TOOL_FAILURE, parse_kafka_args, write_kafka_dump
@@ -70,6 +71,8 @@ PER_INDEX_FLAGS: tuple[tuple[str, ...], ...] = (
 def _bundles(kafka_bundle, version: str) -> list[Path]:
     out = []
     for name in SCENARIOS:
+        if version not in built_on(name):
+            continue
         if os.environ.get("KAFKA_WORKBENCH_NO_BUILD") == "1":
             from peer.scenario import bundle_dir, is_complete
 

@@ -15,11 +15,13 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 import workbench
+from peer.scenario import built_on
 from workbench.analysis import isr
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
-VERSIONS = ("4.3.1", "3.9.2")
+#: The releases building the two-cluster (mm2) scenario.
+VERSIONS = built_on("mm2")
 
 
 def dumped_partitions(path: Path, manifest: dict) -> list[tuple]:

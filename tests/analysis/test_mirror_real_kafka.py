@@ -25,11 +25,13 @@ import pandas as pd
 import pytest
 
 import workbench
+from peer.scenario import built_on
 from workbench.analysis import mirror
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
-VERSIONS = ("4.3.1", "3.9.2")
+#: The releases building MirrorMaker 2's scenarios (``peer.scenario.DEFAULT_SETS``).
+VERSIONS = built_on("mm2")
 #: The scenarios capture every 5 s (their CAPTURE_EVERY_S).
 CAPTURE_S = 5.0
 
@@ -128,7 +130,7 @@ def mm2(request, spark, kafka_bundle):
     return Run(Path(kafka_bundle("mm2", request.param)), spark)
 
 
-@pytest.fixture(scope="module", params=VERSIONS)
+@pytest.fixture(scope="module", params=built_on("mm2_partial"))
 def partial(request, spark, kafka_bundle):
     return Run(Path(kafka_bundle("mm2_partial", request.param)), spark)
 

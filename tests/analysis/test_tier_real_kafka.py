@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 import workbench
+from peer.scenario import built_on
 from workbench.analysis import _tier_model as model
 from workbench.analysis import tier
 
@@ -29,7 +30,8 @@ from workbench.analysis import tier
 #: 2-core machine that takes longer than the default per-test limit.
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.timeout(2400)]
 
-VERSIONS = ("4.3.1", "3.9.2")
+#: The releases building the tiered scenario (``peer.scenario.DEFAULT_SETS``).
+VERSIONS = built_on("tiered")
 TOPIC = "tiered"
 #: JmxTool stamps a sample when its poll starts and the broker's clock and the event timestamps
 #: differ by a few milliseconds: a sample this close to a change is taken as either side of it.

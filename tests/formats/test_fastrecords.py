@@ -208,7 +208,7 @@ def legacy_segment() -> bytes:
 
 
 BUNDLES = (("consumer_lag", "4.3.1"), ("isr", "4.3.1"), ("mm2", "4.3.1"), ("tiered", "4.3.1"), ("quorum", "4.3.1"),
-           ("consumer_lag", "3.9.2"), ("isr", "3.9.2"), ("mm2", "3.9.2"))
+           ("consumer_lag", "3.9.2"), ("isr", "3.9.2"), ("quorum", "3.9.2"))
 
 
 def test_real_kafka_segments(kafka_bundle, monkeypatch):

@@ -13,7 +13,6 @@ on thousands of damaged copies of real Kafka segments.
 
 from __future__ import annotations
 
-import itertools
 import random
 import struct
 from pathlib import Path
@@ -24,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from peer.scenario import built_on
 from workbench.errors import CorruptDataError
 from workbench.formats.batch import BATCH_COLUMNS, Record, batch_columns, encode_batch, read_batches
 from workbench.formats.fastscan import SCAN_COLUMNS, as_lists, concat_columns, scan_batch_columns
@@ -86,7 +86,7 @@ def segment(specs: list[tuple[int, int, str]], seed: int = 7) -> tuple[bytes, li
 def test_real_kafka_segments_and_snapshots(kafka_bundle):
     """Every .log and .checkpoint of real bundles, both Kafka versions: identical tables."""
     files = []
-    for name, version in itertools.product(("isr", "consumer_lag", "quorum", "tiered", "mm2"), ("4.3.1", "3.9.2")):
+    for name, version in [(n, v) for n in ("isr", "consumer_lag", "quorum", "tiered", "mm2") for v in built_on(n)]:
         bundle = Path(kafka_bundle(name, version))
         files += sorted(p for p in bundle.glob("nodes/*/logs/**/*")
                         if p.suffix in (".log", ".checkpoint") and p.is_file())

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from peer.scenario import built_on
 from workbench.errors import ConfigError
 from workbench.formats.mirror import (
     classify_mirror_topic,
@@ -264,7 +265,7 @@ def _check_mirror_segment(kind: str, segment: str) -> int:
 
 
 @pytest.mark.kafka
-@pytest.mark.parametrize("version", ["4.3.1", "3.9.2"])
+@pytest.mark.parametrize("version", built_on("mm2"))
 def test_real_mirror_topics_decode(kafka_bundle, version):
     from collections import Counter
 

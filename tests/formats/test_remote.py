@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from peer.scenario import built_on
 from workbench.errors import ConfigError
 from workbench.formats.metadata import metadata_json
 from workbench.formats.remote import (
@@ -254,7 +255,7 @@ def _check_remote_segment(segment, dump, kafka_4: bool) -> tuple[int, int]:
 
 
 @pytest.mark.kafka
-@pytest.mark.parametrize("version", ["4.3.1", "3.9.2"])
+@pytest.mark.parametrize("version", built_on("tiered"))
 def test_real_remote_log_metadata(kafka_bundle, version):
     from pathlib import Path
 

@@ -17,7 +17,7 @@ import pytest
 
 from peer.bundle import dump_flags
 from peer.kafka import VERSIONS
-from peer.scenario import DEFAULT_SETS
+from peer.scenario import DEFAULT_SETS, built_on
 
 pytestmark = pytest.mark.kafka
 
@@ -196,7 +196,7 @@ def test_quorum_bundle(bundle_for, version: str) -> None:
     assert "LastAppliedRecordLagMs" in header and "raft-metrics:high-watermark" in header
 
 
-@pytest.mark.parametrize("version", list(VERSIONS))
+@pytest.mark.parametrize("version", built_on("tiered"))
 def test_tiered_remote_segment_events(bundle_for, version: str) -> None:
     bundle = bundle_for("tiered", version)
     rlmm = dump_text(bundle, "nodes/*/logs/__remote_log_metadata-*/*.log.txt")
@@ -209,7 +209,7 @@ def test_tiered_remote_segment_events(bundle_for, version: str) -> None:
     assert "RemoteCopyLagSegments" in header and "RemoteDeleteLagSegments" in header
 
 
-@pytest.mark.parametrize("version", list(VERSIONS))
+@pytest.mark.parametrize("version", built_on("mm2"))
 def test_mm2_offset_syncs_and_outage(bundle_for, version: str) -> None:
     bundle = bundle_for("mm2", version)
     m = manifest(bundle)

@@ -21,9 +21,9 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 import workbench
+from peer.scenario import built_on
 from tests.spark.internal_topics import (
     TS,
-    VERSIONS,
     copy_nodes,
     first_value_position,
     node_of,
@@ -161,7 +161,7 @@ def only_flow(root: Path) -> tuple[str, str]:
     return flow
 
 
-@pytest.fixture(scope="module", params=VERSIONS)
+@pytest.fixture(scope="module", params=built_on("mm2"))
 def real(request, spark, kafka_bundle, tmp_path_factory):
     from peer.kafka import fetch
 
