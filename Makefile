@@ -47,11 +47,18 @@ chromium:
 
 # The suite: every scenario bundle is built first (three at a time, nothing else running: on a
 # loaded 2-core machine Kafka's clusters, MirrorMaker 2 and the clients time out, and the timing
-# checks judge bundles built at a load of 15 and more), then one pytest. `-m "not kafka"` in
-# PYTEST_ARGS runs the tests that need no bundle (tests/conftest.py marks every test using a bundle
-# or cluster fixture `kafka`); the bundles are built all the same.
+# checks judge bundles built at a load of 15 and more), then the tests in two pytest lanes side by
+# side (tests/lanes.py: the files whose tests wait on report kernels, and the rest; LANES=1 runs one
+# pytest over everything). `-m "not kafka"` in PYTEST_ARGS runs the tests that need no bundle
+# (tests/conftest.py marks every test using a bundle or cluster fixture `kafka`); the bundles are
+# built all the same.
+LANES ?= 2
 test: venv chromium scenarios
+ifeq ($(LANES),1)
 	$(PY) -m pytest $(PYTEST_ARGS)
+else
+	$(PY) -m tests.lanes $(PYTEST_ARGS)
+endif
 
 # The notebooks from their jupytext scripts, and the incident report composed from the section notebooks
 notebooks: venv
