@@ -6,7 +6,9 @@ holds the files whose tests mostly wait on kernel processes they start (the HTML
 corpus's kept kernels, the Binder notebooks); the ``main`` lane holds every other file of
 ``tests/``. Each lane has its own temporary directory, its output goes to its own log, printed
 whole when the lane ends (so ``collected``, ``FAILED`` and ``SKIPPED`` lines stay at line starts for
-``.ci/run``), and the exit status is the first non-zero one of the lanes.
+``.ci/run``), and the exit status is the first non-zero one of the lanes. Every
+:data:`HEARTBEAT_S` a line per running lane shows its last output line; a run stopped by a signal
+prints the end of each running lane's log first.
 
 Usage: ``python -m tests.lanes [pytest options...]`` (the same options go to both lanes).
 """
@@ -54,6 +56,11 @@ def lane_commands(options: list[str]) -> dict[str, list[str]]:
     }
 
 
+def _tail(log: Path, lines: int = 60) -> str:
+    """The last ``lines`` lines of a lane's log (what a stopped or running lane has printed)."""
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
 def run(options: list[str]) -> int:
     """Run both lanes; print each lane's whole log as it ends; return the first non-zero status."""
     commands = lane_commands(options)
@@ -74,9 +81,12 @@ def run(options: list[str]) -> int:
                                            start_new_session=True)
 
     def stop(*_):
-        for p in procs.values():
+        for name, p in procs.items():
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGTERM)
+                print(f"lanes: {name} stopped after {time.monotonic() - started:.0f} s; the end of its output:",
+                      flush=True)
+                print(_tail(logs[name]), flush=True)
         raise SystemExit(130)
 
     signal.signal(signal.SIGTERM, stop)
@@ -85,8 +95,9 @@ def run(options: list[str]) -> int:
 
     def heartbeat():
         while not done.wait(HEARTBEAT_S):
-            running = [n for n, p in procs.items() if p.poll() is None]
-            print(f"lanes: {time.monotonic() - started:.0f} s, running: {', '.join(running)}", flush=True)
+            for name in [n for n, p in procs.items() if p.poll() is None]:
+                last = _tail(logs[name], 1).strip()[-160:]
+                print(f"lanes: {time.monotonic() - started:.0f} s, {name} running: {last}", flush=True)
 
     threading.Thread(target=heartbeat, daemon=True).start()
     statuses: dict[str, int] = {}
