@@ -9,12 +9,15 @@ The Connect worker commits MirrorMaker 2's source offsets every 2 s
 (``target.offset.flush.interval.ms``: a dedicated MirrorMaker takes worker settings from the
 target cluster's prefix; the Connect default is 60 s).
 
-Timeline: producer at ``RATE`` records/s for ``PRODUCE_S`` s; MM2 started (``mm2_start``); once
+Timeline: producer at ``RATE`` records/s (the scenario stops it, ``producer_stop``, at ``PRODUCE_S``
+s or once the restarted MM2 replicates, whichever is later: a producer on a timer of its own had
+ended before a slow first run was stopped, so the restarted MM2 found nothing to replicate and
+the build timed out); MM2 started (``mm2_start``); once
 records arrive on the target, ``mm2_replicating``; after it has replicated for a while it is
 stopped: ``mm2_stopping`` when SIGTERM is sent, ``mm2_stop`` once the process has exited (it
 commits its source offsets on the way out); ``OUTAGE_S`` s later it is started again
 (``mm2_start`` run 2), polled until records arrive again (``mm2_replicating`` run 2), and catches
-up; it runs until ``PRODUCE_S`` + 20 s from the start and three captures from two capture
+up; it runs until 20 s after ``producer_stop`` and three captures from two capture
 intervals after ``mm2_replicating`` run 2 (a loaded machine's slow restart leaves it that long to
 catch up), and its metrics have been sampled ``SAMPLES_AFTER_RESTART`` times.
 
@@ -49,6 +52,9 @@ CAPTURE_EVERY_S = 5
 #: Samples of the restarted MirrorMaker's metrics taken before it is stopped for good (its JVM,
 #: connectors and MBeans come back slowly on a loaded machine: the scenario waits for them)
 SAMPLES_AFTER_RESTART = 15
+#: Bounds the producer's and the application consumer's runs should the scenario fail (the
+#: scenario stops them itself: ``producer_stop``, ``consumer_stop``).
+CLIENT_LIMIT_S = int(PRODUCE_S + 240 + 120 + RESTART_WAIT_S + 60)
 TOPIC = "orders"
 GROUP = "app"
 
@@ -132,11 +138,11 @@ def run(ctx: ScenarioContext) -> None:
                         "--partitions", "2", "--replication-factor", "1"])
     ctx.event("topic_created", cluster="source", topic=TOPIC, partitions=2, replication_factor=1)
 
-    ctx.background("producer", ctx.kafka.client(
-        ["produce", src, str(PRODUCE_S), str(RATE), f"{TOPIC}:none:headers"]))
+    producer = ctx.background("producer", ctx.kafka.client(
+        ["produce", src, str(CLIENT_LIMIT_S), str(RATE), f"{TOPIC}:none:headers"]))
     ctx.event("producer_start", cluster="source", topic=TOPIC, rate=RATE, seconds=PRODUCE_S)
-    ctx.background("consumer-app", ctx.kafka.client(
-        ["consume", src, GROUP, TOPIC, str(PRODUCE_S + 5), "0"]))
+    consumer = ctx.background("consumer-app", ctx.kafka.client(
+        ["consume", src, GROUP, TOPIC, str(CLIENT_LIMIT_S + 5), "0"]))
     ctx.event("consumer_start", cluster="source", group=GROUP, topic=TOPIC)
 
     config = ctx.work / "mm2.properties"
@@ -205,11 +211,18 @@ def run(ctx: ScenarioContext) -> None:
     ctx.event("mm2_replicating", run=2)
     replicating_at = time.monotonic()
     settled = 0  # captures from two capture intervals after the restart on (caught up by then)
-    while time.monotonic() - started < PRODUCE_S + 20 or settled < 3:
+    producing, quiet_end = True, 0.0
+    while producing or time.monotonic() < quiet_end or settled < 3:
+        if producing and time.monotonic() - started >= PRODUCE_S:
+            producer.stop(30.0)
+            ctx.event("producer_stop", cluster="source", signal="SIGTERM")
+            producing, quiet_end = False, time.monotonic() + 20  # MM2 and the group catch up with the last records
         settled += time.monotonic() - replicating_at >= 2 * CAPTURE_EVERY_S
         capture()
         ctx.sleep(CAPTURE_EVERY_S)
     capture()
+    consumer.stop(30.0)
+    ctx.event("consumer_stop", cluster="source", group=GROUP, signal="SIGTERM")
     ctx.wait_until(lambda: sampler.rows >= rows_at_restart + SAMPLES_AFTER_RESTART, timeout=240.0,
                    interval=2.0, what="the metrics sampler following the restarted MirrorMaker")
     ctx.event("mm2_stopping", run=2, signal="SIGTERM")
