@@ -34,10 +34,11 @@ from workbench.formats.dumptext_parse import parse_kafka_dump
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
-#: JmxTool stamps a sample when its poll starts, and a batch's CreateTime is the producer's clock, a few
-#: ms before the broker appended it: LogEndOffset samples this close to a change of the log end are not
-#: compared (the production runs leave seconds-long quiet stretches, which are).
-SKEW_MS = 1500
+#: JmxTool stamps a sample when its poll starts, and a batch's CreateTime is the producer's clock, taken
+#: before the broker appended it (a few ms on an idle machine; 2.3 s in a CI build at a load of 15, the
+#: batch waiting in the producer): LogEndOffset samples this close to a change of the log end are not
+#: compared (the production runs leave quiet stretches of 12 s and more, which are).
+SKEW_MS = 5000
 LAG_TOPICS = ("lag-none", "lag-gzip", "lag-snappy", "lag-lz4", "lag-zstd", "lag-retention")
 #: Committed to through transactions (group ``txn-app``): COMMIT and ABORT markers in the log.
 TXN_TOPIC = "txn-orders"
@@ -144,7 +145,9 @@ def test_records_lag_equals_kafka_consumer_groups_at_every_capture(bundle):
     computed rows must equal Kafka's."""
     path, manifest, tables = bundle
     shown = _captures(tables)
-    assert shown.path.nunique() >= 8 and shown.group.nunique() >= 4
+    # not vacuous: several captures, every group (on a loaded machine the groups joined 16-19 s after
+    # they started, so the first captures may show none of them)
+    assert shown.path.nunique() >= 5 and shown.group.nunique() >= 4
     captures = shown[["path", "captured", "args"]].drop_duplicates("path")
     instants = tables.spark.createDataFrame(
         [(r.path, r.captured.to_pydatetime()) for r in captures.itertuples()], "path string, time timestamp")
