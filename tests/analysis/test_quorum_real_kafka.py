@@ -149,14 +149,34 @@ def test_leader_timeline_agrees_with_every_status_capture(analysed):
 
 def test_every_pause_is_an_episode_of_the_paused_node(analysed):
     _tables, _result, frames, manifest = analysed
-    episodes = frames["episodes"]
+    episodes, offsets, metrics = frames["episodes"], frames["offsets"], frames["metrics"]
+    answered = metrics[metrics.name.isin(quorum.OFFSET_GAUGES["applied"]) & metrics.value.notna()]
     for node, role, paused, resumed in pauses(manifest):
         mine = episodes[(episodes.node_id == node) & (episodes.start.map(ms) < resumed + SAMPLE_MS)
                         & (episodes.end.isna() | (episodes.end.map(ms) > paused))]
         assert len(mine) == 1, (node, role, mine)
         ep = mine.iloc[0]
         assert abs(ms(ep.start) - paused) <= PAUSE_TOLERANCE_MS, (role, ep.start, paused)
-        assert abs(ep.seconds * 1000 - (resumed - paused)) <= 2 * PAUSE_TOLERANCE_MS, (role, ep.seconds)
+        end = ms(ep.start) + ep.seconds * 1000
+        assert end >= resumed - 2 * PAUSE_TOLERANCE_MS, (role, ep.seconds)
+        if end <= resumed + 2 * PAUSE_TOLERANCE_MS:
+            continue
+        # past the resume (by 5.4 s in a CI build at a load of 15): the resumed node still catching up
+        # (a resumed leader first learns the new epoch, then truncates and fetches), as Kafka's own
+        # LastAppliedRecordLagMs says, or its scrapes going unanswered, which the analysis takes as
+        # "held its last offset" (see test_other_episodes_...): then the silence is in the export
+        # itself. JmxTool's reads of the frozen JVM are stamped up to two samples late: left out.
+        after = offsets[(offsets.node_id == node) & (offsets.time.map(ms) > resumed + 2 * SAMPLE_MS)
+                        & (offsets.time.map(ms) <= end)]
+        if (after.reported_lag_ms.dropna() > 2 * quorum.DEFAULT_IDLE_MS).any():
+            continue
+        silent = after[after.kind == "unanswered"]
+        assert not silent.empty, (role, ep.seconds, after)
+        gauge = answered[answered.node_id == node].timestamp.map(ms)
+        last = gauge[gauge < ms(silent.time.min())].max()
+        following = gauge[gauge > ms(silent.time.max())]
+        following = following.min() if not following.empty else answered.timestamp.map(ms).max()
+        assert following - last > quorum.MIN_GAP_MS, (role, ep.seconds, last, following)
 
 
 def test_other_episodes_are_nodes_catching_up_after_the_election_as_kafka_says(analysed):
