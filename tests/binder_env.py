@@ -89,8 +89,16 @@ def binder_kernel(repo: Path) -> tuple[str, dict[str, str], str]:
         ``(kernel_name, env, python)``: pass ``kernel_name`` to papermill and run it with ``env``
         (its ``JUPYTER_PATH`` finds the kernelspec); ``python`` is the environment's interpreter.
     """
+    from peer.locks import file_lock
+
     repo = Path(repo)
     home = cache_root() / "binder" / _digest(repo)
+    # the two pytest lanes of `make test` (tests/lanes.py) both ask for it: one builds, the other waits
+    with file_lock(home.with_name(home.name + ".lock"), timeout=1800, what="the Binder environment"):
+        return _build(repo, home)
+
+
+def _build(repo: Path, home: Path) -> tuple[str, dict[str, str], str]:
     venv, fake_home, share = home / "venv", home / "home", home / "share" / "jupyter"
     python = str(venv / "bin" / "python")
     if not (home / ".complete").exists():

@@ -108,18 +108,22 @@ def test_one_kernel_runs_report_after_report_and_a_failed_one_gets_an_error_and_
     assert "DeadKernelError" in died and "fresh one" in died
 
 
-#: Variants sent through the HTML pipeline here (a report costs half a minute): at least 20 runs
-#: of the whole pipeline inside ``make test``; the whole corpus is ``bad_value_corpus.py --report``.
-REPORT_SAMPLE = 20
+#: The scenario whose variants go through the HTML pipeline here: the ``isr`` bundle holds the most
+#: readers (metadata, segments, JMX and Prometheus metrics, properties, quorum state, tool captures),
+#: and one scenario needs one clean report. A report costs one to three minutes on a loaded 2-core
+#: machine, which CI's 90 minutes cannot hold 23 times (20 variants of three scenarios and their
+#: three clean reports ran 33 minutes there); the sample of every scenario, reader and kind is
+#: ``python benchmarks/bad_value_corpus.py --report --sample``, the whole corpus ``--report``.
+REPORT_SCENARIO = "isr"
 #: Kept kernels taking the sample's reports side by side (one kernel leaves a quarter of 2 cores idle).
 REPORT_KERNELS = 2
 
 
-def _report_sample(variants, n=REPORT_SAMPLE):
-    """At least ``n`` variants for the HTML pipeline that hold every reader and every kind of bad
-    value: one per reader, each reader's first variant of a kind not held yet where it has one,
-    then the first of any kind still missing, then evenly spaced others of the corpus."""
-    pool = variants
+def _report_sample(variants, scenario=REPORT_SCENARIO):
+    """Variants of ``scenario`` for the HTML pipeline that hold each of its readers and every kind of
+    bad value it has: one per reader, each reader's first variant of a kind not held yet where it
+    has one, then the first of any kind still missing."""
+    pool = [v for v in variants if v.scenario == scenario]
     kinds = {v.kind for v in pool}
     chosen: dict[str, object] = {}
     held: set[str] = set()
@@ -133,18 +137,14 @@ def _report_sample(variants, n=REPORT_SAMPLE):
         if v.kind in missing:
             chosen.setdefault(v.id, v)
             missing.discard(v.kind)
-    for v in pool[:: max(1, len(pool) // n)]:
-        if len(chosen) >= n:
-            break
-        chosen.setdefault(v.id, v)
     return [v for v in pool if v.id in chosen]
 
 
 @pytest.mark.timeout(3600)
 def test_each_bad_value_goes_through_the_html_report_in_kept_kernels(variants, kafka_bundle, tmp_path):
-    """Variants of the sample that hold every reader and every kind of bad value through the real pipeline:
-    the composed notebook, the HTML, the summary, the exit code; the whole corpus the same way is
-    ``python benchmarks/bad_value_corpus.py --report``."""
+    """Variants of one scenario that hold each of its readers and every kind of bad value through the
+    real pipeline: the composed notebook, the HTML, the summary, the exit code; every scenario's the
+    same way is ``python benchmarks/bad_value_corpus.py --report``."""
     import sys
     import time
 
@@ -162,7 +162,8 @@ def test_each_bad_value_goes_through_the_html_report_in_kept_kernels(variants, k
           f"slowest cells {result['slowest_cells'][:3]}")
     assert result["failures"] == {}
     assert result["passed"] == result["variants"] == len(chosen)
-    assert {v.reader for v in chosen} == {v.reader for v in variants}
-    assert {v.kind for v in chosen} == {v.kind for v in variants}
+    mine = [v for v in variants if v.scenario == REPORT_SCENARIO]
+    assert {v.reader for v in chosen} == {v.reader for v in mine} and len({v.reader for v in chosen}) >= 6
+    assert {v.kind for v in chosen} == {v.kind for v in mine} == {v.kind for v in variants}
     assert set(result["exits"]) <= {"0", "1"}
     assert result["kernel_starts"] == result["kernels"] == REPORT_KERNELS   # each kernel started once, kept

@@ -1,5 +1,9 @@
 """Every shipped notebook runs on the demo bundle with no parameter set (interactive mode), in a
-kernel of the environment Binder builds from ``binder/``'s files alone (``tests/binder_env.py``)."""
+kernel of the environment Binder builds from ``binder/``'s files alone (``tests/binder_env.py``).
+
+The overview and the four area notebooks run in that kernel inside JupyterLab, in a real browser
+(``tests/browser/test_notebooks_lab.py``); papermill runs the others here (``incident_report``).
+Running the five again with papermill would repeat the same kernel's work."""
 
 from __future__ import annotations
 
@@ -15,7 +19,10 @@ import nbformat
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+SHIPPED = sorted((REPO / "notebooks").glob("*.ipynb"))
+#: The notebooks the JupyterLab test opens in the Binder kernel (the same stems as its NOTEBOOKS).
+IN_LAB = ("00_overview", "01_quorum", "02_isr", "03_consumer_lag", "04_mirror_and_tier")
+NOTEBOOKS = [p for p in SHIPPED if p.stem not in IN_LAB]
 
 pytestmark = pytest.mark.spark
 
@@ -62,6 +69,14 @@ def binder_runs(binder_kernel, tmp_path_factory) -> Iterator[dict[str, Future]]:
             for proc in running:
                 if proc.poll() is None:
                     proc.kill()
+
+
+def test_every_shipped_notebook_runs_in_the_binder_kernel_here_or_in_jupyterlab():
+    from tests.browser.test_notebooks_lab import NOTEBOOKS as LAB
+
+    assert tuple(LAB) == IN_LAB
+    assert sorted(p.stem for p in SHIPPED) == sorted([*IN_LAB, *(p.stem for p in NOTEBOOKS)])
+    assert NOTEBOOKS
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
