@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # scenario builds run at once (each mostly waits on its clusters' timers)
 SCENARIO_JOBS ?= 3
 
-.PHONY: venv demo test scenarios kafka chromium lint clean notebooks
+.PHONY: venv demo test test-full scenarios kafka chromium lint clean notebooks
 
 venv: $(STAMP)
 
@@ -53,12 +53,19 @@ chromium:
 # (tests/conftest.py marks every test using a bundle or cluster fixture `kafka`); the bundles are
 # built all the same.
 LANES ?= 2
+# KAFKA_WORKBENCH_OLDER_RELEASE=1 (`make test-full`) also builds and tests the isr, consumer_lag and
+# quorum scenarios on Kafka 3.9.2 (peer.scenario.OLDER_SCENARIOS)
+export KAFKA_WORKBENCH_OLDER_RELEASE
 test: venv chromium scenarios
 ifeq ($(LANES),1)
 	$(PY) -m pytest $(PYTEST_ARGS)
 else
 	$(PY) -m tests.lanes $(PYTEST_ARGS)
 endif
+
+# Everything `make test` runs, and the older release's scenarios with their checks
+test-full:
+	$(MAKE) test KAFKA_WORKBENCH_OLDER_RELEASE=1
 
 # The notebooks from their jupytext scripts, and the incident report composed from the section notebooks
 notebooks: venv

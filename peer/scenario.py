@@ -46,9 +46,13 @@ COMPLETE = ".complete"
 #: :data:`OLDER_SCENARIOS` on 3.9.2 (:func:`built_on` says where a scenario is built). The test
 #: suite is parametrised over exactly these (version, scenario) pairs, so what it collects
 #: depends on these definitions alone, never on what happens to sit in the cache.
+#: Environment variable: "1" builds (and tests) the :data:`OLDER_SCENARIOS` on 3.9.2 too (``make
+#: test-full``). ``make test`` leaves them out: on a 2-core machine that runs the whole suite at about
+#: the throughput of one core, CI's 90 minutes hold each slow check once, on the newest release.
+OLDER_RELEASE_ENV = "KAFKA_WORKBENCH_OLDER_RELEASE"
 DEFAULT_SETS: dict[str, tuple[str, ...]] = {
     "4.3.1": (*PINNED_SCENARIOS, "demo"),
-    "3.9.2": OLDER_SCENARIOS,
+    "3.9.2": OLDER_SCENARIOS if os.environ.get(OLDER_RELEASE_ENV, "").strip() == "1" else (),
 }
 #: Scenarios built on older releases that are not pinned (:data:`peer.kafka.ERA_SERVERS`, fetched
 #: by :func:`peer.kafka.fetch_era_server`): a metadata log from before NoOpRecords (3.2.3) and one
@@ -63,8 +67,8 @@ ERA_SETS: dict[str, tuple[str, ...]] = {
 def built_on(name: str) -> tuple[str, ...]:
     """The pinned releases whose default set builds scenario ``name``, newest first.
 
-    >>> built_on("isr")
-    ('4.3.1', '3.9.2')
+    >>> built_on("isr")[0]
+    '4.3.1'
     >>> built_on("mm2")
     ('4.3.1',)
     """

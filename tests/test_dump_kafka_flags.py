@@ -24,6 +24,8 @@ from workbench.formats.dumptext_write import TOOL_FAILURE, parse_kafka_args, wri
 pytestmark = pytest.mark.kafka
 
 VERSIONS = ("4.3.1", "3.9.2")
+#: The releases whose scenario bundles are built (``peer.scenario.DEFAULT_SETS``), newest first.
+BUNDLE_VERSIONS = built_on("isr")
 SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2")
 LOG_SUFFIXES = (".log", ".checkpoint")
 INDEX_SUFFIXES = (".index", ".timeindex")
@@ -147,7 +149,7 @@ def _flags_of(run: KafkaRun) -> str:
     return " ".join(a for a in run.args if a.startswith("--") and a != "--files") or "(none)"
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", BUNDLE_VERSIONS)
 def test_every_flag_on_every_bundle_file_is_kafkas_text(kafka_bundle, version):
     bundles = _bundles(kafka_bundle, version)
     runs = run_dump_log(version, _runs(bundles, version))
@@ -202,8 +204,9 @@ def test_flags_a_release_does_not_have_are_refused_as_kafka_refuses_them(kafka_b
 
 
 def test_the_driver_prints_what_the_tool_prints_as_its_own_process(kafka_bundle):
-    files = _files(_bundles(kafka_bundle, "3.9.2")[0])[:6]
-    own, driver = check_driver("3.9.2", ["--print-data-log", "--files", ",".join(files)])
+    version = BUNDLE_VERSIONS[-1]   # the oldest release whose bundles are built
+    files = _files(_bundles(kafka_bundle, version)[0])[:6]
+    own, driver = check_driver(version, ["--print-data-log", "--files", ",".join(files)])
     assert own == driver and own.count("Dumping ") == 6
 
 
@@ -287,7 +290,7 @@ DAMAGE_FLAGS: tuple[tuple[str, ...], ...] = (
 )
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", BUNDLE_VERSIONS)
 def test_damaged_files_under_every_flag_are_kafkas_text_and_stop_where_kafka_dies(kafka_bundle, version, tmp_path):
     bundles = _bundles(kafka_bundle, version)
     files = _damaged_copies(bundles[0], tmp_path)

@@ -28,7 +28,8 @@ import pytest
 from pyspark.sql import functions as F
 
 import workbench
-from tests.spark.internal_topics import VERSIONS, dump_of, segments, topic_partition
+from peer.scenario import built_on
+from tests.spark.internal_topics import dump_of, segments, topic_partition
 from workbench.analysis import consumer_lag as cl
 from workbench.formats.dumptext_parse import parse_kafka_dump
 
@@ -46,7 +47,7 @@ TXN_TOPIC = "txn-orders"
 GROUPS = ("caught-up", "slow", "stopped", "behind-retention", "txn-app")
 
 
-@pytest.fixture(scope="module", params=VERSIONS)
+@pytest.fixture(scope="module", params=built_on("consumer_lag"))
 def bundle(request, spark, kafka_bundle):
     path = Path(kafka_bundle("consumer_lag", request.param))
     tables = workbench.load(workbench.open_bundle(path), spark)

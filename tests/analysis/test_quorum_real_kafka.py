@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 import workbench
+from peer.scenario import built_on
 from workbench.analysis import quorum
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -37,7 +38,7 @@ CLOCK_MS = 100
 SCHEDULED_MS = SAMPLE_MS
 
 
-@pytest.fixture(scope="module", params=["4.3.1", "3.9.2"])
+@pytest.fixture(scope="module", params=built_on("quorum"))
 def analysed(request, spark, kafka_bundle):
     path = Path(kafka_bundle("quorum", request.param))
     tables = workbench.load(workbench.open_bundle(path), spark)

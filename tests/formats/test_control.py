@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from peer.scenario import built_on
 from workbench.errors import ConfigError
 from workbench.formats.control import (
     CONTROL_TYPES,
@@ -201,7 +202,7 @@ def test_random_values_never_raise(k, v):
 
 
 @pytest.mark.kafka
-@pytest.mark.parametrize("version", ["4.3.1", "3.9.2"])
+@pytest.mark.parametrize("version", built_on("consumer_lag"))
 def test_real_transaction_markers_match_kafka_dump(kafka_bundle, version):
     import re
     from pathlib import Path

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from peer.bundle import dump_flags
-from peer.kafka import VERSIONS
 from peer.scenario import DEFAULT_SETS, built_on
 
 pytestmark = pytest.mark.kafka
@@ -106,7 +105,7 @@ def test_every_segment_and_snapshot_dumped(bundle_for, version: str, name: str) 
         assert text.startswith(f"Dumping {entry.get('dumped_as', rel)}\n"), rel
 
 
-@pytest.mark.parametrize("version", ["4.3.1", "3.9.2"])
+@pytest.mark.parametrize("version", built_on("isr"))
 def test_isr_shrink_and_expand_in_metadata_log(scenario_bundle, version: str) -> None:
     bundle = scenario_bundle("isr", version)
     records = list(metadata_records(bundle, 1))
@@ -129,7 +128,7 @@ def test_isr_shrink_and_expand_in_metadata_log(scenario_bundle, version: str) ->
     assert events.count("broker_hard_stop") == 2 and events.count("broker_restart") == 2
 
 
-@pytest.mark.parametrize("version", ["4.3.1", "3.9.2"])
+@pytest.mark.parametrize("version", built_on("isr"))
 def test_isr_tools_and_metrics(scenario_bundle, version: str) -> None:
     bundle = scenario_bundle("isr", version)
     m = manifest(bundle)
@@ -145,7 +144,7 @@ def test_isr_tools_and_metrics(scenario_bundle, version: str) -> None:
     assert peak >= 1
 
 
-@pytest.mark.parametrize("version", ["4.3.1", "3.9.2"])
+@pytest.mark.parametrize("version", built_on("consumer_lag"))
 def test_consumer_lag_offsets_codecs_headers(scenario_bundle, version: str) -> None:
     bundle = scenario_bundle("consumer_lag", version)
     offsets = dump_text(bundle, "nodes/*/logs/__consumer_offsets-*/*.log.txt")
@@ -174,7 +173,7 @@ def test_consumer_lag_offsets_codecs_headers(scenario_bundle, version: str) -> N
 
 
 
-@pytest.mark.parametrize("version", list(VERSIONS))
+@pytest.mark.parametrize("version", built_on("quorum"))
 def test_quorum_bundle(bundle_for, version: str) -> None:
     quorum = bundle_for("quorum", version)
     m = manifest(quorum)
