@@ -53,6 +53,11 @@ RATE = 20
 BILLING_RATE = 8
 REPORTS_S = 25
 RUN_S = 190
+#: Bounds the producer's run should the scenario fail: the scenario stops it itself once MirrorMaker
+#: 2's restart replicates and ``RUN_S`` has passed (``producer_stop``). On a loaded machine the
+#: phases before the restart can outlast ``RUN_S``: a producer on its own timer had ended by then and
+#: the restarted MirrorMaker 2 found nothing to replicate (a build timed out so).
+CLIENT_LIMIT_S = RUN_S + 600
 LEADER_PAUSE_S = 8
 MIRROR_OUTAGE_S = 25
 TASK_INTERVAL_MS = 5000
@@ -126,7 +131,8 @@ def run(ctx: ScenarioContext) -> None:
         ctx.event("produce_end", topic=TIER_TOPIC, records=records)
 
     started = time.monotonic()
-    ctx.background("producer", ctx.kafka.client(["produce", bs, str(RUN_S), str(RATE), f"{TOPIC}:lz4:headers"]))
+    producer = ctx.background("producer", ctx.kafka.client(
+        ["produce", bs, str(CLIENT_LIMIT_S), str(RATE), f"{TOPIC}:lz4:headers"]))
     ctx.event("producer_start", cluster="prod", topic=TOPIC, rate=RATE, seconds=RUN_S, acks="all")
     for group, seconds, rate in (("fulfilment", RUN_S, 0), (GROUP, RUN_S, BILLING_RATE), ("reports", REPORTS_S, 0)):
         ctx.background(f"consumer-{group}", ctx.kafka.client(["consume", bs, group, TOPIC, str(seconds), str(rate)]))
@@ -236,7 +242,10 @@ def run(ctx: ScenarioContext) -> None:
     groups()
     ctx.tool("metadata-quorum", ["--bootstrap-server", bs, "describe", "--replication"])
     phase("recovery", "end")
-    ctx.sleep(max(0.0, started + RUN_S + 3 - time.monotonic()))  # the clients finish and commit
+    ctx.sleep(max(0.0, started + RUN_S - time.monotonic()))
+    producer.stop(30.0)
+    ctx.event("producer_stop", cluster="prod", topic=TOPIC, signal="SIGTERM")
+    ctx.sleep(3.0)  # the consumers finish and commit
     ctx.event("mm2_stopping", run=2, signal="SIGTERM")
     mirror.stop(30.0)
     ctx.event("mm2_stop", run=2, signal="SIGTERM")
