@@ -168,8 +168,11 @@ def test_consumer_lag_offsets_codecs_headers(scenario_bundle, version: str) -> N
     assert len(describes) >= 5
     texts = [(bundle / d["file"]).read_text("utf-8") for d in describes]
     assert any("stopped" in t and "slow" in t for t in texts[:-1])
-    # the offsets of the group that left expire before the end (offsets.retention.minutes=1)
-    assert "slow" in texts[-1] and not re.search(r"^stopped\s", texts[-1], re.M)
+    # the offsets of the group that left expire before the end (offsets.retention.minutes=1); the last
+    # capture still lists a group (the other groups' offsets expire a minute after their own last
+    # commit: on a loaded machine `slow` had ended about 100 s before it, and was gone too)
+    listed = [line.split()[0] for line in texts[-1].splitlines()[1:] if line.strip() and not line.startswith("GROUP ")]
+    assert listed and "stopped" not in listed, texts[-1]
 
 
 
