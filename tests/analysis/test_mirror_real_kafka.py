@@ -288,8 +288,12 @@ def test_partial_outage_is_told_from_a_full_one(partial):
         pay = e[(e.topic == "payments") & (e.partition == p)].sort_values("start")
         assert abs(ms(pay.start.iloc[0]) - stopping[1]) <= slack, pay
         assert resumed(pay.end.iloc[-1], 3), pay
-        gaps = [(ms(b) - ms(a)) for a, b in zip(pay.end.iloc[:-1], pay.start.iloc[1:], strict=True)]
-        assert all(g <= slack for g in gaps), gaps
+        # a longer break in the stall is the restarted task replicating payments until the connector
+        # applied the narrower filter: it starts once run 2 started and ends by the time the scenario
+        # saw the narrowed filter replicate (6.9 s on a loaded machine)
+        gaps = [(ms(a), ms(b)) for a, b in zip(pay.end.iloc[:-1], pay.start.iloc[1:], strict=True)]
+        assert all(b - a <= slack or started[2] - slack <= a <= b <= replicating[2] + slack for a, b in gaps), \
+            (gaps, started[2], replicating[2])
         partial_rows = pay[pay.scope == "partial"]
         assert len(partial_rows) == 1 and partial_rows.seconds.iloc[0] >= 25, pay   # PAUSE_S is 30 s
     findings = partial.findings

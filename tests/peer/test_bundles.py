@@ -140,7 +140,8 @@ def test_isr_tools_and_metrics(scenario_bundle, version: str) -> None:
     for metric in (x for x in m["metrics"] if x["file"].endswith(".csv")):
         rows = list(csv.DictReader((bundle / metric["file"]).open(encoding="utf-8")))
         key = "kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount:Value"
-        peak = max([peak, *(int(r[key]) for r in rows)])
+        # JmxTool leaves a cell empty when the MBean did not answer (the scenario stops brokers)
+        peak = max([peak, *(int(r[key]) for r in rows if r[key].strip())])
     assert peak >= 1
 
 
@@ -168,11 +169,12 @@ def test_consumer_lag_offsets_codecs_headers(scenario_bundle, version: str) -> N
     assert len(describes) >= 5
     texts = [(bundle / d["file"]).read_text("utf-8") for d in describes]
     assert any("stopped" in t and "slow" in t for t in texts[:-1])
-    # the offsets of the group that left expire before the end (offsets.retention.minutes=1); the last
-    # capture still lists a group (the other groups' offsets expire a minute after their own last
-    # commit: on a loaded machine `slow` had ended about 100 s before it, and was gone too)
+    # the offsets of the group that left expire before the end (offsets.retention.minutes=1): the last
+    # capture, which ran, no longer lists it (the other groups' offsets expire a minute after their own
+    # last commit: on a loaded machine every group had ended long enough before it to be gone too)
+    assert "exit_code" not in describes[-1] or describes[-1]["exit_code"] == 0, describes[-1]
     listed = [line.split()[0] for line in texts[-1].splitlines()[1:] if line.strip() and not line.startswith("GROUP ")]
-    assert listed and "stopped" not in listed, texts[-1]
+    assert "stopped" not in listed, texts[-1]
 
 
 
