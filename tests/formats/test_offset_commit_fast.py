@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.kafka_bundles import PINNED
+from peer.scenario import built_on
 from workbench.formats.batch import read_batches
 from workbench.formats.coordinator import decode_offset_commit_fast, decode_offsets_record, encode_offsets_record
 
@@ -73,7 +73,7 @@ def test_tagged_fields_other_than_topic_id_defer():
 
 
 @pytest.mark.kafka
-@pytest.mark.parametrize("version", PINNED)
+@pytest.mark.parametrize("version", built_on("consumer_lag"))
 def test_every_commit_kafka_wrote(kafka_bundle, version):
     segments = sorted(Path(kafka_bundle("consumer_lag", version)).glob("nodes/*/logs/__consumer_offsets-*/*.log"))
     checked = 0

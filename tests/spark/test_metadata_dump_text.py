@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 import workbench
-from tests.kafka_bundles import PINNED
+from peer.scenario import built_on
 from workbench.analysis import isr
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -44,7 +44,7 @@ def _dump_only(src: Path, into: Path) -> Path:
     return into
 
 
-@pytest.mark.parametrize("version", PINNED)
+@pytest.mark.parametrize("version", built_on("isr"))
 def test_dump_text_alone_gives_the_binary_rows_and_isr_timeline(spark, kafka_bundle, version, tmp_path):
     src = Path(kafka_bundle("isr", version))
     binary = workbench.load(workbench.open_bundle(src), spark)
