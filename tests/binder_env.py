@@ -124,3 +124,15 @@ def _build(repo: Path, home: Path) -> tuple[str, dict[str, str], str]:
         (home / ".complete").write_text(base + "\n", encoding="utf-8")
     env = {**os.environ, "JUPYTER_PATH": str(share)}
     return KERNEL_NAME, env, python
+
+
+def write_lab_settings(config_dir: Path, repo: Path) -> None:
+    """Give a JupyterLab whose ``JUPYTER_CONFIG_DIR`` is ``config_dir`` the settings Binder's image has
+    (``binder/overrides.json``, which ``postBuild`` installs for every user), as its user settings:
+    one ``<plugin>.jupyterlab-settings`` file per plugin."""
+    overrides = json.loads((Path(repo) / "binder" / "overrides.json").read_text(encoding="utf-8"))
+    for plugin, settings in overrides.items():
+        package, _, name = plugin.partition(":")
+        target = Path(config_dir) / "lab" / "user-settings" / package / f"{name}.jupyterlab-settings"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(settings, indent=2), encoding="utf-8")

@@ -41,6 +41,7 @@ import pandas as pd
 import pytest
 
 from peer.cluster import free_ports
+from tests.binder_env import write_lab_settings
 from tests.browser.test_report_browser import ANNOUNCEMENTS, CHROMIUM, LAUNCH_ARGS
 from widgets._frames import short_time
 
@@ -96,8 +97,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory, binder_kernel) -> Iterator[str
     demo_bundle_path()  # extracted once into the cache here, where every kernel finds it
     port = free_ports(1)[0]
     # the kernel imports this checkout's workbench and widgets, whatever is installed
+    config = tmp_path_factory.mktemp("jupyter-config")   # outside Lab's root
+    write_lab_settings(config, REPO)   # Binder's JupyterLab settings (binder/overrides.json)
     env = {**binder_env, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-           "JUPYTER_CONFIG_DIR": str(tmp_path_factory.mktemp("jupyter-config"))}  # outside Lab's root
+           "JUPYTER_CONFIG_DIR": str(config)}
     subprocess.run([sys.executable, "-m", "jupyter", "labextension", "disable", "--level=user", ANNOUNCEMENTS],
                    env=env, check=True, capture_output=True, timeout=120)
     args = [

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from peer.cluster import free_ports
+from tests.binder_env import write_lab_settings
 from tests.test_report import INCIDENT_EVENTS, write_incident_bundle
 from workbench.report import build_report
 
@@ -279,8 +280,10 @@ def lab(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, incident_bundl
 
     port = free_ports(1)[0]
     # the kernel imports this checkout's workbench and widgets, whatever is installed
+    config = tmp_path_factory.mktemp("jupyter-config")   # outside Lab's root
+    write_lab_settings(config, REPO)   # Binder's JupyterLab settings (binder/overrides.json)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-           "JUPYTER_CONFIG_DIR": str(tmp_path_factory.mktemp("jupyter-config"))}  # outside Lab's root
+           "JUPYTER_CONFIG_DIR": str(config)}
     # as binder/postBuild does: no question about fetching Jupyter's news from the internet
     subprocess.run([sys.executable, "-m", "jupyter", "labextension", "disable", "--level=user", ANNOUNCEMENTS],
                    env=env, check=True, capture_output=True, timeout=120)
@@ -328,7 +331,9 @@ def _bar_count(page) -> int:
     return page.locator(".jp-OutputArea .js-plotly-plot .barlayer path").count()
 
 
+@pytest.mark.full   # make test runs the ISR notebook's filters in JupyterLab on the demo bundle (test_notebooks_lab)
 def test_incident_notebook_widgets_filter_in_jupyterlab(lab: str, tmp_path: Path) -> None:
+    """The ISR notebook on the small incident with an HTML topic name: the name is an option's text."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
