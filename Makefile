@@ -56,6 +56,7 @@ LANES ?= 2
 # KAFKA_WORKBENCH_OLDER_RELEASE=1 (`make test-full`) also builds and tests the isr, consumer_lag and
 # quorum scenarios on Kafka 3.9.2 (peer.scenario.OLDER_SCENARIOS)
 export KAFKA_WORKBENCH_OLDER_RELEASE
+export KAFKA_WORKBENCH_FULL
 test: venv chromium scenarios
 ifeq ($(LANES),1)
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -63,9 +64,10 @@ else
 	$(PY) -m tests.lanes $(PYTEST_ARGS)
 endif
 
-# Everything `make test` runs, and the older release's scenarios with their checks
+# Everything `make test` runs, the older release's scenarios with their checks, and the tests marked
+# `full` (slower variants of checks make test runs once: tests/conftest.py)
 test-full:
-	$(MAKE) test KAFKA_WORKBENCH_OLDER_RELEASE=1
+	$(MAKE) test KAFKA_WORKBENCH_OLDER_RELEASE=1 KAFKA_WORKBENCH_FULL=1
 
 # The notebooks from their jupytext scripts, and the incident report composed from the section notebooks
 notebooks: venv

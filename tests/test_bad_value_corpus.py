@@ -12,11 +12,13 @@ and cuts it, read before any table was built, so a file no report section reads,
 reaches identical to the clean bundle's outside the touched row. The whole corpus, with every
 affected area's findings compared subject by subject, is ``python benchmarks/bad_value_corpus.py``.
 
-The same sample then goes through the real report pipeline (the composed notebook, its HTML, the
-summary JSON, the exit code) in two kept kernels taking reports from one queue, each one Python
+Variants of one scenario then go through the real report pipeline (the composed notebook, its HTML,
+the summary JSON, the exit code) in two kept kernels taking reports from one queue, each one Python
 process and one Spark session (``workbench.report.ReportKernel``): each report exits 0 or 1, its
 problems appendix shows the raw value, and its findings about other subjects and the key figures
-of the areas the value cannot reach equal the clean bundle's report. ``--report`` runs the whole corpus that way.
+of the areas the value cannot reach equal the clean bundle's report. ``make test`` sends
+:data:`MAKE_TEST_REPORTS` of them, each of another reader and kind; ``make test-full`` the
+scenario's sample of every reader and kind; ``--report`` runs the whole corpus that way.
 """
 
 from __future__ import annotations
@@ -112,11 +114,16 @@ def test_one_kernel_runs_report_after_report_and_a_failed_one_gets_an_error_and_
 #: readers (metadata, segments, JMX and Prometheus metrics, properties, quorum state, tool captures),
 #: and one scenario needs one clean report. A report costs one to three minutes on a loaded 2-core
 #: machine, which CI's 90 minutes cannot hold 23 times (20 variants of three scenarios and their
-#: three clean reports ran 33 minutes there); the sample of every scenario, reader and kind is
+#: three clean reports ran 33 minutes there, and the 10 of this scenario 20 minutes beside the other
+#: tests); the sample of every scenario, reader and kind is
 #: ``python benchmarks/bad_value_corpus.py --report --sample``, the whole corpus ``--report``.
 REPORT_SCENARIO = "isr"
 #: Kept kernels taking the sample's reports side by side (one kernel leaves a quarter of 2 cores idle).
 REPORT_KERNELS = 2
+#: Variants ``make test`` sends through the HTML pipeline (each of another reader and kind of bad
+#: value, with the clean report: three rounds of the two kernels); ``make test-full`` sends the
+#: scenario's whole sample (every reader, every kind: :func:`_report_sample`).
+MAKE_TEST_REPORTS = 4
 
 
 def _report_sample(variants, scenario=REPORT_SCENARIO):
@@ -140,11 +147,45 @@ def _report_sample(variants, scenario=REPORT_SCENARIO):
     return [v for v in pool if v.id in chosen]
 
 
+def _fewer(chosen: list, n: int) -> list:
+    """``n`` of ``chosen``, each of a reader and a kind of bad value none before it has, where it can."""
+    picked: list = []
+    for v in chosen:
+        if len(picked) < n and v.reader not in {p.reader for p in picked} and v.kind not in {p.kind for p in picked}:
+            picked.append(v)
+    for v in chosen:
+        if len(picked) < n and v not in picked:
+            picked.append(v)
+    return picked
+
+
+@pytest.mark.timeout(3600)
+def test_bad_values_of_other_readers_and_kinds_go_through_the_html_report_in_kept_kernels(
+        variants, kafka_bundle, tmp_path):
+    """:data:`MAKE_TEST_REPORTS` variants of one scenario, each of another reader and kind of bad value,
+    through the real pipeline (the composed notebook, the HTML, the summary, the exit code)."""
+    chosen = _fewer(_report_sample(variants), MAKE_TEST_REPORTS)
+    assert len(chosen) == MAKE_TEST_REPORTS
+    assert len({v.reader for v in chosen}) == len({v.kind for v in chosen}) == MAKE_TEST_REPORTS
+    _through_the_report(chosen, kafka_bundle, tmp_path)
+
+
+@pytest.mark.full   # make test sends MAKE_TEST_REPORTS of them (the test above)
 @pytest.mark.timeout(3600)
 def test_each_bad_value_goes_through_the_html_report_in_kept_kernels(variants, kafka_bundle, tmp_path):
     """Variants of one scenario that hold each of its readers and every kind of bad value through the
     real pipeline: the composed notebook, the HTML, the summary, the exit code; every scenario's the
     same way is ``python benchmarks/bad_value_corpus.py --report``."""
+    chosen = _report_sample(variants)
+    _through_the_report(chosen, kafka_bundle, tmp_path)
+    mine = [v for v in variants if v.scenario == REPORT_SCENARIO]
+    assert {v.reader for v in chosen} == {v.reader for v in mine} and len({v.reader for v in chosen}) >= 6
+    assert {v.kind for v in chosen} == {v.kind for v in mine} == {v.kind for v in variants}
+
+
+def _through_the_report(chosen: list, kafka_bundle, tmp_path) -> None:
+    """``chosen`` and the clean bundle through the report in :data:`REPORT_KERNELS` kept kernels: each
+    report exits 0 or 1 with its bad value in the problems appendix, the rest as the clean report's."""
     import sys
     import time
 
@@ -154,7 +195,6 @@ def test_each_bad_value_goes_through_the_html_report_in_kept_kernels(variants, k
         print(f"{'ok' if r['ok'] else 'FAIL'} {r['seconds']}s {r['rss_mb']} MiB {r['id']} {r['reasons']}",
               file=sys.stderr, flush=True)
 
-    chosen = _report_sample(variants)
     t0 = time.monotonic()
     result = run_reports(chosen, tmp_path, build=kafka_bundle, progress=progress, kernels=REPORT_KERNELS)
     print(f"{len(chosen)} variants through the report in {REPORT_KERNELS} kept kernels: {time.monotonic() - t0:.0f} s, "
@@ -162,8 +202,5 @@ def test_each_bad_value_goes_through_the_html_report_in_kept_kernels(variants, k
           f"slowest cells {result['slowest_cells'][:3]}")
     assert result["failures"] == {}
     assert result["passed"] == result["variants"] == len(chosen)
-    mine = [v for v in variants if v.scenario == REPORT_SCENARIO]
-    assert {v.reader for v in chosen} == {v.reader for v in mine} and len({v.reader for v in chosen}) >= 6
-    assert {v.kind for v in chosen} == {v.kind for v in mine} == {v.kind for v in variants}
     assert set(result["exits"]) <= {"0", "1"}
     assert result["kernel_starts"] == result["kernels"] == REPORT_KERNELS   # each kernel started once, kept

@@ -23,10 +23,11 @@ _ONE_MACHINE_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # C1 only: a workbench session runs many short Spark jobs, each a new batch of generated classes,
-    # and C2 spends more CPU compiling them than it saves (an isr-bundle report, 2 cores: the same
-    # 142-148 s wall, 183 CPU-seconds against 227; the 1 M-record ISR benchmark 17.9 s against 20.1)
-    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Duser.timezone=UTC",
+    # The JVM's default tiered compilation: C1 alone (-XX:TieredStopAtLevel=1) saved CPU in a short
+    # report, but its code cache defaults to 48 MiB, which a session's generated classes fill within
+    # minutes (the demo bundle's tier findings: "CodeCache is full. Compiler has been disabled" at
+    # 134 s), after which every new class runs interpreted, for the rest of the session
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
