@@ -158,7 +158,8 @@ def metadata_payloads(path: Path) -> list[tuple[int, dict]]:
 def test_the_clean_stop_at_the_end_is_one_info_finding(analysed):
     """The scenario stops its cluster cleanly: Kafka writes each broker's controlled shutdown, then
     leaves partitions leaderless. That stop is one ``cluster_stopped`` finding naming every broker,
-    from the first controlled shutdown Kafka wrote after the manifest's stop, with as many offline
+    from the first broker Kafka took down after the manifest's stop (a broker leading nothing is
+    fenced at once, ahead of the controlled shutdown of one that leads), with as many offline
     partitions as Kafka's last partition records left without a leader; no critical finding starts
     inside it, and the incident's own findings (broker stops mid-run) stay."""
     path, manifest, _states, _counts, tables = analysed
@@ -166,6 +167,10 @@ def test_the_clean_stop_at_the_end_is_one_info_finding(analysed):
     records = metadata_payloads(path)
     shutdowns = [t for t, p in records if p["type"] == "BROKER_REGISTRATION_CHANGE_RECORD"
                  and p["data"].get("inControlledShutdown") == 1 and t >= stop_ms]
+    downs = [t for t, p in records if t >= stop_ms and (p["type"] == "FENCE_BROKER_RECORD" or (
+        p["type"] == "BROKER_REGISTRATION_CHANGE_RECORD"
+        and (p["data"].get("fenced") == 1 or p["data"].get("inControlledShutdown") == 1)))]
+    assert shutdowns, "Kafka wrote no controlled shutdown after the stop"
     brokers = sorted(n["id"] for n in manifest["nodes"] if "broker" in n["roles"])
     leaders: dict[tuple[str, int], int] = {}
     for _t, p in records:
@@ -174,16 +179,16 @@ def test_the_clean_stop_at_the_end_is_one_info_finding(analysed):
     leaderless = sum(1 for leader in leaders.values() if leader == -1)
 
     stops = isr.cluster_stops(tables.metadata).collect()
-    want = [(manifest["cluster_id"], min(shutdowns), brokers)]
+    want = [(manifest["cluster_id"], min(downs), brokers)]
     assert [(r.cluster_id, ms(r.start), r.brokers) for r in stops] == want
     found = isr.findings_for(tables, {}).toPandas()
     told = found[found.kind == "cluster_stopped"]
     assert len(told) == 1 and told.iloc[0].severity == "info"
     assert told.iloc[0].figures["offline_partitions"] == leaderless > 0
     critical = found[found.severity == "critical"]
-    assert not [ms(t) for t in critical.start if ms(t) >= min(shutdowns)]
+    assert not [ms(t) for t in critical.start if ms(t) >= min(downs)]
     hard_stops = [e["t_ms"] for e in manifest["events"] if e["event"] == "broker_hard_stop"]
     assert critical.start.map(ms).min() > hard_stops[0]  # the mid-run outage is still told, per partition
     # without the stops, the same shutdown is a critical finding per leaderless partition
     bare = isr.findings(isr.states_for(tables, {})).toPandas()
-    assert len(bare[(bare.kind == "offline") & (bare.start.map(ms) >= min(shutdowns))]) == leaderless
+    assert len(bare[(bare.kind == "offline") & (bare.start.map(ms) >= min(downs))]) == leaderless

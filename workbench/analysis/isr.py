@@ -19,6 +19,7 @@ and it is re-evaluated at every config change, so a change mid-stream opens a ne
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -566,6 +567,11 @@ def episodes(states: DataFrame, flag: str) -> DataFrame:
 
 #: Columns of :func:`cluster_stops`.
 STOP_COLUMNS = ("cluster_id", "start", "end", "brokers")
+#: Milliseconds before a stop's first controlled shutdown in which a broker that went down belongs to
+#: the stop: stopped together, the brokers that lead nothing are fenced at once, ahead of those that
+#: must hand their leaderships over first (the isr scenario's stop: brokers 5 and 6 fenced 238 ms
+#: before broker 4's controlled shutdown). A broker down for longer before it had its own outage.
+STOP_LEAD_MS = 10_000
 
 
 def cluster_stops(metadata: DataFrame) -> DataFrame:
@@ -576,10 +582,11 @@ def cluster_stops(metadata: DataFrame) -> DataFrame:
     partitions) or fences it (Kafka fences a stopping broker that leads nothing at once, and a
     crashed one when its session times out). A cluster was stopped when every broker registered
     at the end of its log (not unregistered) is down there and at least one went down by a
-    controlled shutdown: the stop starts at the first such shutdown, and its brokers are those
-    that went down from then on. A cluster whose brokers were all fenced without any controlled
-    shutdown (killed, cut off) is not in this table, nor is a broker that went down before the
-    stop began (its outage stays an outage).
+    controlled shutdown: the stop's brokers are those that went down from :data:`STOP_LEAD_MS`
+    before the first such shutdown on (the brokers stopped with it that led nothing were fenced
+    just ahead of it), and it starts when the first of them went down. A cluster whose brokers were
+    all fenced without any controlled shutdown (killed, cut off) is not in this table, nor is a
+    broker that went down longer before (its outage stays an outage).
 
     Returns
     -------
@@ -621,9 +628,10 @@ def cluster_stops(metadata: DataFrame) -> DataFrame:
         alive = [s for s in by_broker.values() if s[0]]
         if not alive or any(s[1] is None for s in alive) or not any(s[2] for s in alive):
             continue
-        start = min(s[1] for s in alive if s[2])
-        out.append((cluster, start, ends.get(cluster), sorted(b for b, s in by_broker.items()
-                                                              if s[0] and s[1] >= start)))
+        first_shutdown = min(s[1] for s in alive if s[2])
+        since = first_shutdown - datetime.timedelta(milliseconds=STOP_LEAD_MS)
+        stopped = {b: s[1] for b, s in by_broker.items() if s[0] and s[1] >= since}
+        out.append((cluster, min(stopped.values()), ends.get(cluster), sorted(stopped)))
     return metadata.sparkSession.createDataFrame(
         out, "cluster_id string, start timestamp, end timestamp, brokers array<int>")
 
