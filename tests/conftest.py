@@ -126,6 +126,10 @@ def demo_bundle(tmp_path_factory):
 #: Seconds a cell of the demo report may take in Binder's kernel (Spark on one core, 512 MiB): the
 #: findings cell computes all five areas of the demo bundle, minutes on a loaded 2-core machine.
 DEMO_REPORT_CELL_S = 1800
+#: pytest-timeout's limit for a test that may be the first to ask for :func:`demo_report`: its setup
+#: counts, which may build the Binder environment (or wait for the other lane's build) and then
+#: run the report (CI: 944 s, past the default 900 s, which interrupted the kernel).
+DEMO_REPORT_TIMEOUT_S = 3600
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tests.conftest import DEMO_REPORT_TIMEOUT_S
+
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((REPO / "notebooks").glob("*.ipynb"))
 #: The notebooks the JupyterLab test opens in the Binder kernel (the same stems as its NOTEBOOKS).
@@ -35,6 +37,7 @@ def test_every_shipped_notebook_runs_in_the_binder_kernel_in_jupyterlab_or_as_th
     assert notebook_path(COMPOSED_NOTEBOOK).stem == AS_REPORT[0]
 
 
+@pytest.mark.timeout(DEMO_REPORT_TIMEOUT_S)
 def test_the_incident_report_runs_on_the_demo_bundle_in_the_binder_kernel(demo_report) -> None:
     """The demo report ran the composed notebook in Binder's kernel (a kernelspec that exists only in
     that environment): every cell ran, none failed, and the report drew figures."""

@@ -10,6 +10,7 @@ import jupytext
 import nbformat
 import pytest
 
+from tests.conftest import DEMO_REPORT_TIMEOUT_S
 from workbench.errors import BundleError, ConfigError, WorkbenchError
 from workbench.params import load_parameters_file
 from workbench.report import (
@@ -399,6 +400,7 @@ def test_incident_report_on_a_small_isr_incident(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(DEMO_REPORT_TIMEOUT_S)
 def test_incident_report_on_the_demo_bundle(demo_bundle: Path, demo_report) -> None:
     """`make demo`'s report on the shipped demo bundle (one real-Kafka incident across all five
     areas): every area finds its part of the incident and draws it; the clean stop at the end of

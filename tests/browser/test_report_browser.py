@@ -14,6 +14,7 @@ import pytest
 
 from peer.cluster import free_ports
 from tests.binder_env import write_lab_settings
+from tests.conftest import DEMO_REPORT_TIMEOUT_S
 from tests.test_report import INCIDENT_EVENTS, write_incident_bundle
 from workbench.report import build_report
 
@@ -59,6 +60,7 @@ def incident_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_incident_bundle(tmp_path_factory.mktemp("bundle") / "incident", events)
 
 
+@pytest.mark.timeout(DEMO_REPORT_TIMEOUT_S)
 def test_demo_report_draws_every_plot_offline(demo_report, tmp_path: Path) -> None:
     """`make demo`'s report, with the network blocked: every figure the HTML holds is drawn with
     data, one per area's view and the findings timeline (one lane per area), and nothing is fetched."""
