@@ -212,6 +212,19 @@ PLOTS = f"""() => Array.from({CURRENT}.node.querySelectorAll('.jp-OutputArea .js
     }};
 }})"""
 
+LAB_PLOT = ".jp-OutputArea .js-plotly-plot"
+#: Scroll the first figure the page has not drawn yet into view, as a reader scrolling to it does:
+#: plotly's widget view lays a figure out once its output has been on screen, and one whose output
+#: arrived while the notebook showed other cells stays an empty frame until then (CI: the quorum,
+#: ISR and consumer-lag notebooks' figures, with JupyterLab's windowing off as well). Scrolling each
+#: figure into view from Playwright first (:func:`_plots_match_kernel`) is what draws them.
+SHOW_UNDRAWN = f"""() => {{
+    const undrawn = Array.from({CURRENT}.node.querySelectorAll('.jp-OutputArea .js-plotly-plot'))
+        .find(gd => !(gd._fullLayout && gd._fullLayout._size));
+    if (undrawn) undrawn.scrollIntoView({{block: 'center'}});
+    return !undrawn;
+}}"""
+
 XRANGES = f"""(title) => {{
     const out = [];
     for (const gd of {CURRENT}.node.querySelectorAll('.jp-OutputArea .js-plotly-plot')) {{
@@ -277,9 +290,13 @@ def _rerun_census(page: Any, name: str) -> list[list[Any]]:
 def _plots_match_kernel(page: Any, census: list[list[Any]]) -> list[dict]:
     """Wait until the page shows every figure the kernel holds, each drawn; return the plots."""
     expected = sorted([str(t), int(n)] for t, n in census)
+    frames = page.locator(f"{LAB_PLOT}")
+    for i in range(frames.count()):   # each figure on screen once, as a reader scrolls past it
+        frames.nth(i).scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
     try:
         page.wait_for_function(
-            f"""(n) => {{ const p = ({PLOTS})(); return p.length === n
+            f"""(n) => {{ ({SHOW_UNDRAWN})(); const p = ({PLOTS})(); return p.length === n
                 && p.every(g => g.laidOut && g.drawn === g.visible && g.marked === g.visible); }}""",
             arg=len(expected), timeout=VIEW_MS, polling=500)
     except Exception:  # noqa: BLE001  (the assertions below say what differs)
