@@ -40,11 +40,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if KAFKA_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.get_closest_marker("kafka"):
             item.add_marker(pytest.mark.kafka)
-    if not FULL:
-        slower = [item for item in items if item.get_closest_marker("full")]
-        if slower:
-            config.hook.pytest_deselected(items=slower)
-            items[:] = [item for item in items if not item.get_closest_marker("full")]
+    slower = [] if FULL else [item for item in items if item.get_closest_marker("full")]
+    if slower:
+        config.hook.pytest_deselected(items=slower)
+        items[:] = [item for item in items if item not in slower]
 
 
 @pytest.fixture(scope="session")
@@ -139,19 +138,11 @@ def demo_report(demo_bundle, binder_kernel, tmp_path_factory):
     the composed ``incident_report`` notebook's run in that environment (``tests/test_notebooks.py``);
     the report test reads its findings, the browser test opens it offline. The executed notebook is
     kept beside the HTML as ``executed.ipynb``."""
-    import os
-
     from workbench.report import run_report
 
     kernel, env, _ = binder_kernel
     out = tmp_path_factory.mktemp("demo-report")
-    before = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = env["JUPYTER_PATH"]   # where Jupyter finds Binder's kernelspec
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JUPYTER_PATH", env["JUPYTER_PATH"])   # where Jupyter finds Binder's kernelspec
         return run_report(demo_bundle, out / "incident-report.html", kernel_name=kernel,
                           keep_executed=out / "executed.ipynb", timeout=DEMO_REPORT_CELL_S)
-    finally:
-        if before is None:
-            os.environ.pop("JUPYTER_PATH", None)
-        else:
-            os.environ["JUPYTER_PATH"] = before

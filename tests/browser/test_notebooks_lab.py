@@ -219,7 +219,7 @@ LAB_PLOT = ".jp-OutputArea .js-plotly-plot"
 #: ISR and consumer-lag notebooks' figures, with JupyterLab's windowing off as well). Scrolling each
 #: figure into view from Playwright first (:func:`_plots_match_kernel`) is what draws them.
 SHOW_UNDRAWN = f"""() => {{
-    const undrawn = Array.from({CURRENT}.node.querySelectorAll('.jp-OutputArea .js-plotly-plot'))
+    const undrawn = Array.from({CURRENT}.node.querySelectorAll('{LAB_PLOT}'))
         .find(gd => !(gd._fullLayout && gd._fullLayout._size));
     if (undrawn) undrawn.scrollIntoView({{block: 'center'}});
     return !undrawn;
@@ -290,7 +290,7 @@ def _rerun_census(page: Any, name: str) -> list[list[Any]]:
 def _plots_match_kernel(page: Any, census: list[list[Any]]) -> list[dict]:
     """Wait until the page shows every figure the kernel holds, each drawn; return the plots."""
     expected = sorted([str(t), int(n)] for t, n in census)
-    frames = page.locator(f"{LAB_PLOT}")
+    frames = page.locator(LAB_PLOT)
     for i in range(frames.count()):   # each figure on screen once, as a reader scrolls past it
         frames.nth(i).scroll_into_view_if_needed()
         page.wait_for_timeout(500)
