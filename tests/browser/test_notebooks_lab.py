@@ -217,10 +217,13 @@ LAB_PLOT = ".jp-OutputArea .js-plotly-plot"
 #: plotly's widget view lays a figure out once its output has been on screen, and one whose output
 #: arrived while the notebook showed other cells stays an empty frame until then (CI: the quorum,
 #: ISR and consumer-lag notebooks' figures, with JupyterLab's windowing off as well). Scrolling each
-#: figure into view from Playwright first (:func:`_plots_match_kernel`) is what draws them.
+#: figure into view from Playwright first (:func:`_plots_match_kernel`) is what draws them. Not drawn
+#: yet is also the view's placeholder: plotly's widget plots an empty frame (no title, no trace) when
+#: its output is attached and the figure itself once the attachment completes (CI: both tier figures
+#: of 04 were still placeholders after the first pass); every figure of ours has a title.
 SHOW_UNDRAWN = f"""() => {{
     const undrawn = Array.from({CURRENT}.node.querySelectorAll('{LAB_PLOT}'))
-        .find(gd => !(gd._fullLayout && gd._fullLayout._size));
+        .find(gd => !(gd._fullLayout && gd._fullLayout._size) || !(gd.layout && gd.layout.title));
     if (undrawn) undrawn.scrollIntoView({{block: 'center'}});
     return !undrawn;
 }}"""

@@ -36,6 +36,11 @@ STEADY_MS = 3000
 READ_TIME_SUFFIXES = ("_lag_ms",)
 
 
+def _is_time(name: str) -> bool:
+    """A duration in ms (``..._ms`` or its ``_avg``/``_max``/``_min``), read against a clock."""
+    return name.endswith("_ms") or name.rsplit("_", 1)[0].endswith("_ms")
+
+
 def _key(row) -> tuple:
     return (row.node_id, row.name, tuple(sorted((row.labels or {}).items())))
 
@@ -85,11 +90,15 @@ def test_prometheus_export_equals_jmxtool(real_bundles, scenario):
             compared_series.add(_key(r))
             mismatched += r.value != window[0][1]
             assert r.value == window[0][1], (r.name, r.labels, t_ms, r.value, window)
-        # the comparison covers the export, not one busy series: most discrete series were steady
-        # around some scrape (how many comparisons there are follows how long and how busy the run
-        # was: 84 to 696 per bundle measured, on 12 to 75 series)
+        # the comparison covers the export, not one busy series: most discrete series of states
+        # (counts, offsets, epochs, ids) were steady around some scrape (how many comparisons there
+        # are follows how long and how busy the run was: 84 to 696 per bundle measured, on 12 to 75
+        # series). Times in ms (MM2's checkpoint and replication latencies, record ages) are compared
+        # when steady but are not counted here: on a loaded machine they move with every record (a CI
+        # run compared 8 of 18 mm2 series; the discrete ones it listed first were checkpoint latencies)
+        states = {k for k in discrete if not _is_time(k[1])}
         assert mismatched == 0 and compared >= 50, (version, compared)
-        assert 2 * len(compared_series) >= len(discrete), (version, len(compared_series), len(discrete))
+        assert 2 * len(compared_series & states) >= len(states), (version, len(compared_series), sorted(states))
         assert tables.problems_of("metrics").count() == 0
         versions.add(version)
     # both versions where both bundles exist (3.9.2 builds isr by default, the others on request)
