@@ -750,6 +750,38 @@ def reported(metrics: DataFrame) -> DataFrame:
                     F.col("value").cast("double").alias("value"), "format"))
 
 
+#: The evidence :func:`compare` writes in its notes.
+_COMPARE_TEXT = {
+    "after_copy": "; Kafka's value is the lag right after the last successful copy, at ",
+    "after_copy_3x": " (Kafka 3.x updates RemoteCopyLag* only after a successful copy; ",
+    "after_copy_failed": " copy attempt(s) had failed by then or since: KAFKA-19530, KAFKA-19995), while the segments "
+                         "and events show the backlog now",
+    "after_run": "; Kafka's value is the lag at the end of the copy task run at ",
+    "after_run_4x": " (Kafka 4.x updates RemoteCopyLag* once per run of ",
+    "after_run_in_flight": " copy in flight now), while the segments and events show the backlog now",
+    "deletions": "; Kafka's value was set by the expiration task at ",
+    "deletions_hold": " and holds until its next run, while the deletion events and retention show the backlog now",
+    "listed": "; Kafka counts every segment not yet deleted, copies that only started (COPY_SEGMENT_STARTED, failed "
+              "or in flight) included",
+    "listed_v4": "; Kafka counts segments whose deletion started too",
+    "phantom": "; Kafka counts an already uploaded single-offset segment at its highest copied offset as still local "
+               "(KAFKA-20977 phantom lag)",
+    "uncertain": "; the difference is segment(s) whose roll time the bundle does not pin down (no later batch is "
+                 "left): the computed value counts them from their last record",
+    "unexplained": "; no evidence in the segments and events explains the difference",
+}
+
+
+def _sql_str(text: str) -> str:
+    """``text`` as a Spark SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _sql_time(column: str) -> str:
+    """SQL text of :func:`_fmt_time`."""
+    return f"date_format(`{column}`, 'HH:mm:ss.SSS')"
+
+
 def _fmt_time(column: str) -> Column:
     from pyspark.sql import functions as F
 
@@ -826,83 +858,64 @@ def compare(series: DataFrame, samples: DataFrame, *, interval_ms: float) -> Dat
     # later (measured on 3.9.2: a copy finished at 45.752 s, the run after it began at 55.75 s, and
     # a JmxTool sample at 55.760 s still read the old count)
     settle_s = interval_s + max(1.0, 0.1 * interval_s)
+    # Each gauge's columns are SQL text: built as Python Columns they took 26,000 py4j round trips
+    # (8 s on the driver for one bundle); Spark parses each expression in one.
+    lit, fmt = _sql_str, _sql_time
     parts = []
     for _name, (label, col, variants) in KAFKA_GAUGES.items():
         sub = joined.where(F.col("metric") == label)
-        computed = F.coalesce(F.col(col).cast("double"), F.lit(0.0))
-        settling = F.lit(False)
-        for tracked in (col, *variants.values()):
-            since, until = F.col(f"{tracked}__since"), F.col(f"{tracked}__until")
-            gap_before = (F.unix_micros("time") - F.unix_micros(since)) / F.lit(1e6)
-            gap_after = (F.unix_micros(until) - F.unix_micros("time")) / F.lit(1e6)
-            settling = (settling | F.coalesce(gap_before < settle_s, F.lit(False))
-                        | F.coalesce(gap_after < settle_s, F.lit(False)))
-        value = F.col("value")
-        matched = F.lit(None).cast("string")
-        modelled = F.lit(None).cast("double")
+        computed = f"coalesce(CAST(`{col}` AS DOUBLE), 0.0D)"
+        settling = " OR ".join(
+            f"coalesce((unix_micros(`time`) - unix_micros(`{t}__since`)) / 1000000.0D < {settle_s!r}D, false)"
+            f" OR coalesce((unix_micros(`{t}__until`) - unix_micros(`time`)) / 1000000.0D < {settle_s!r}D, false)"
+            for t in (col, *variants.values()))
+        matched, modelled = "CAST(NULL AS STRING)", "CAST(NULL AS DOUBLE)"
         for vname, vcol in reversed(list(variants.items())):
-            hit = F.coalesce(F.col(vcol).cast("double"), F.lit(0.0)) == value
-            matched = F.when(hit, F.lit(vname)).otherwise(matched)
-            modelled = F.when(hit, F.coalesce(F.col(vcol).cast("double"), F.lit(0.0))).otherwise(modelled)
-        phantom_col = "phantom_segments" if col.endswith("segments") else "phantom_bytes"
-        uncertain_col = "uncertain_segments" if col.endswith("segments") else "uncertain_bytes"
-        phantom = F.coalesce(F.col(phantom_col).cast("double"), F.lit(0.0))
-        uncertain = F.coalesce(F.col(uncertain_col).cast("double"), F.lit(0.0))
-        is_copy = col.startswith("upload")
-        diff = value - computed
-        reason = (F.when(diff == 0, F.lit("agree"))
-                  .when(matched.isin("after_copy", "after_run", "deletions"), F.lit("gauge_stale"))
-                  .when(matched.isin("listed", "listed_v4"), F.lit("kafka_definition"))
-                  .when(settling, F.lit("settling")))
-        if is_copy:
-            reason = (reason.when((phantom > 0) & (diff == phantom), F.lit("phantom_segment"))
-                      .when((uncertain > 0) & (diff < 0) & (-diff <= uncertain), F.lit("roll_time_uncertain")))
-        reason = reason.otherwise(F.lit("unexplained"))
-        at_copy = _fmt_time("kafka_copy_after_copy_at")
-        at_run = _fmt_time("kafka_copy_after_run_at")
-        at_del = _fmt_time("kafka_delete_at")
-        unit = F.lit(" segment(s)" if col.endswith("segments") else (" offset(s)" if col == "remote_metadata_count"
-                                                                        else " byte(s)"))
-        what = F.concat(F.lit("computed "), F.format_number(computed, 0), unit, F.lit(", Kafka "),
-                        F.format_number(value, 0), unit)
-        failed = F.coalesce(F.col("copies_failed"), F.lit(0)).cast("string")
+            hit = f"coalesce(CAST(`{vcol}` AS DOUBLE), 0.0D) = `value`"
+            matched = f"CASE WHEN {hit} THEN {lit(vname)} ELSE {matched} END"
+            modelled = f"CASE WHEN {hit} THEN coalesce(CAST(`{vcol}` AS DOUBLE), 0.0D) ELSE {modelled} END"
+        segments = col.endswith("segments")
+        phantom = f"coalesce(CAST(`{'phantom_segments' if segments else 'phantom_bytes'}` AS DOUBLE), 0.0D)"
+        uncertain = f"coalesce(CAST(`{'uncertain_segments' if segments else 'uncertain_bytes'}` AS DOUBLE), 0.0D)"
+        diff = f"(`value` - {computed})"
+        reason = ("CASE WHEN _diff = 0 THEN 'agree' WHEN _matched IN ('after_copy', 'after_run', 'deletions') "
+                  "THEN 'gauge_stale' WHEN _matched IN ('listed', 'listed_v4') THEN 'kafka_definition' "
+                  "WHEN _settling THEN 'settling' ")
+        if col.startswith("upload"):
+            reason += (f"WHEN {phantom} > 0 AND _diff = {phantom} THEN 'phantom_segment' "
+                       f"WHEN {uncertain} > 0 AND _diff < 0 AND -_diff <= {uncertain} THEN 'roll_time_uncertain' ")
+        reason += "ELSE 'unexplained' END"
+        unit = lit(" segment(s)" if segments else (" offset(s)" if col == "remote_metadata_count" else " byte(s)"))
+        what = (f"concat('computed ', format_number(_computed, 0), {unit}, ', Kafka ', "
+                f"format_number(`value`, 0), {unit})")
+        t = {k: lit(v) for k, v in _COMPARE_TEXT.items()}
         stale_text = (
-            F.when(matched == "after_copy", F.concat(
-                F.lit("; Kafka's value is the lag right after the last successful copy, at "), at_copy,
-                F.lit(" (Kafka 3.x updates RemoteCopyLag* only after a successful copy; "), failed,
-                F.lit(" copy attempt(s) had failed by then or since: KAFKA-19530, KAFKA-19995), while the segments "
-                      "and events show the backlog now")))
-            .when(matched == "after_run", F.concat(
-                F.lit("; Kafka's value is the lag at the end of the copy task run at "), at_run,
-                F.lit(" (Kafka 4.x updates RemoteCopyLag* once per run of "), F.lit(f"{interval_s:g} s"),
-                F.lit("; "), F.coalesce(F.col("copies_in_flight"), F.lit(0)).cast("string"),
-                F.lit(" copy in flight now), while the segments and events show the backlog now")))
-            .when(matched == "deletions", F.concat(
-                F.lit("; Kafka's value was set by the expiration task at "), at_del,
-                F.lit(" and holds until its next run, while the deletion events and retention show the backlog now")))
-            .when(matched == "listed", F.lit("; Kafka counts every segment not yet deleted, copies that only "
-                                             "started (COPY_SEGMENT_STARTED, failed or in flight) included"))
-            .when(matched == "listed_v4", F.lit("; Kafka counts segments whose deletion started too"))
-        )
-        note = (F.when(reason == "agree", F.concat(F.lit("agree: "), what))
-                .when(reason == "settling", F.concat(what, F.lit("; the computed value changed at "),
-                                                     _fmt_time(f"{col}__since"), F.lit(" and next changes at "),
-                                                     F.coalesce(_fmt_time(f"{col}__until"), F.lit("the end")),
-                                                     F.lit(f", within one task interval ({interval_s:g} s, "
-                                                           f"and {settle_s - interval_s:g} s for the run to "
-                                                           "reach the gauge)")))
-                .when(reason.isin("gauge_stale", "kafka_definition"), F.concat(what, stale_text))
-                .when(reason == "phantom_segment", F.concat(
-                    what, F.lit("; Kafka counts an already uploaded single-offset segment at its highest copied "
-                                "offset as still local (KAFKA-20977 phantom lag)")))
-                .when(reason == "roll_time_uncertain", F.concat(
-                    what, F.lit("; the difference is segment(s) whose roll time the bundle does not pin down "
-                                "(no later batch is left): the computed value counts them from their last record")))
-                .otherwise(F.concat(what, F.lit("; no evidence in the segments and events explains the difference"))))
-        parts.append(sub.select(
-            "metric", "broker", "topic", "time", "format", F.col("value").alias("reported"),
-            computed.alias("computed"), diff.alias("difference"), modelled.alias("modelled"),
-            since.alias("changed_before"), until.alias("changes_after"), reason.alias("reason"), note.alias("note")))
+            f"CASE WHEN _matched = 'after_copy' THEN concat({t['after_copy']}, {fmt('kafka_copy_after_copy_at')}, "
+            f"{t['after_copy_3x']}, CAST(coalesce(`copies_failed`, 0) AS STRING), {t['after_copy_failed']}) "
+            f"WHEN _matched = 'after_run' THEN concat({t['after_run']}, {fmt('kafka_copy_after_run_at')}, "
+            f"{t['after_run_4x']}, {lit(f'{interval_s:g} s')}, '; ', CAST(coalesce(`copies_in_flight`, 0) AS STRING), "
+            f"{t['after_run_in_flight']}) "
+            f"WHEN _matched = 'deletions' THEN concat({t['deletions']}, {fmt('kafka_delete_at')}, "
+            f"{t['deletions_hold']}) "
+            f"WHEN _matched = 'listed' THEN {t['listed']} WHEN _matched = 'listed_v4' THEN {t['listed_v4']} END")
+        settling_text = lit(f", within one task interval ({interval_s:g} s, and {settle_s - interval_s:g} s for "
+                            "the run to reach the gauge)")
+        note = (
+            f"CASE WHEN _reason = 'agree' THEN concat('agree: ', {what}) "
+            f"WHEN _reason = 'settling' THEN concat({what}, '; the computed value changed at ', "
+            f"{fmt(col + '__since')}, ' and next changes at ', coalesce({fmt(col + '__until')}, 'the end'), "
+            f"{settling_text}) "
+            f"WHEN _reason IN ('gauge_stale', 'kafka_definition') THEN concat({what}, {stale_text}) "
+            f"WHEN _reason = 'phantom_segment' THEN concat({what}, {t['phantom']}) "
+            f"WHEN _reason = 'roll_time_uncertain' THEN concat({what}, {t['uncertain']}) "
+            f"ELSE concat({what}, {t['unexplained']}) END")
+        step = sub.selectExpr("*", f"{computed} AS _computed", f"{diff} AS _diff", f"{matched} AS _matched",
+                              f"{modelled} AS _modelled", f"{settling} AS _settling")
+        step = step.selectExpr("*", f"{reason} AS _reason")
+        parts.append(step.selectExpr(
+            "metric", "broker", "topic", "time", "format", "`value` AS reported", "_computed AS computed",
+            "_diff AS difference", "_modelled AS modelled", f"`{col}__since` AS changed_before",
+            f"`{col}__until` AS changes_after", "_reason AS reason", f"{note} AS note"))
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p)
