@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.analysis._checks import require_columns
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 #: Columns of :func:`log_growth`.
 GROWTH_COLUMNS = (
@@ -177,7 +177,6 @@ def asof(left: DataFrame, right: DataFrame, *, by: Sequence[str], left_time: str
     >>> asof(commits, log_growth(batches), by=["topic", "partition"], left_time="commit_time",
     ...      right_time="reached", columns=["end_offset", "bytes_end"], suffix="_at_commit")   # doctest: +SKIP
     """
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     require_columns(left, (*by, left_time), "asof (left)")
@@ -186,23 +185,35 @@ def asof(left: DataFrame, right: DataFrame, *, by: Sequence[str], left_time: str
     # would pair rows wrongly when the left side is recomputed in another order (ids of
     # monotonically_increasing_id depend on the partitioning of each evaluation)
     carried_names = [f"_asof_c{i}" for i in range(len(columns))]
-    l_part = left.select(*by, F.col(left_time).alias("_asof_t"), F.lit(1).alias("_asof_side"),
-                         F.struct(*[F.col(f"`{c}`") for c in left.columns]).alias("_asof_left"),
-                         *[F.lit(None).cast(right.schema[c].dataType).alias(n) for c, n in zip(columns, carried_names,
-                                                                                             strict=True)])
-    r_part = right.select(*by, F.col(right_time).alias("_asof_t"), F.lit(0).alias("_asof_side"),
-                          F.lit(None).cast(l_part.schema["_asof_left"].dataType).alias("_asof_left"),
-                          *[F.col(c).alias(n) for c, n in zip(columns, carried_names, strict=True)])
+    # SQL text, not Columns built in Python: one py4j round trip per expression instead of one per
+    # function, literal, cast and alias (thousands per call on a wide left side)
+    q = _quote
+    keys = [q(b) for b in by]
+
+    def null_of(column: str, name: str) -> Column:
+        return F.lit(None).cast(right.schema[column].dataType).alias(name)
+
+    l_part = left.selectExpr(*keys, f"{q(left_time)} AS _asof_t", "1 AS _asof_side",
+                             f"struct({', '.join(q(c) for c in left.columns)}) AS _asof_left")
+    l_part = l_part.select("*", *[null_of(c, n) for c, n in zip(columns, carried_names, strict=True)])
+    r_part = right.selectExpr(*keys, f"{q(right_time)} AS _asof_t", "0 AS _asof_side",
+                              *[f"{q(c)} AS {n}" for c, n in zip(columns, carried_names, strict=True)])
+    r_part = r_part.select("*", F.lit(None).cast(l_part.schema["_asof_left"].dataType).alias("_asof_left"))
     # right rows sort before left rows of the same time: "at or before"
-    order = (Window.partitionBy(*by).orderBy("_asof_t", "_asof_side", *carried_names)
-             .rowsBetween(Window.unboundedPreceding, 0))
-    filled = l_part.unionByName(r_part).select(
+    order = (f"OVER (PARTITION BY {', '.join(keys)} ORDER BY _asof_t, _asof_side, {', '.join(carried_names)} "
+             "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)")
+    filled = l_part.unionByName(r_part).selectExpr(
         "_asof_side", "_asof_left",
-        *[F.last(F.when(F.col("_asof_side") == 0, F.col(n)), ignorenulls=True).over(order).alias(c + suffix)
+        *[f"last(CASE WHEN _asof_side = 0 THEN {n} END, true) {order} AS {q(c + suffix)}"
           for c, n in zip(columns, carried_names, strict=True)])
-    carried = filled.where(F.col("_asof_side") == 1)
-    return carried.select(*[F.col("_asof_left").getField(c).alias(c) for c in left.columns],
-                          *[F.col(f"`{c + suffix}`") for c in columns])
+    carried = filled.where("_asof_side = 1")
+    return carried.selectExpr(*[f"_asof_left.{q(c)} AS {q(c)}" for c in left.columns],
+                              *[q(c + suffix) for c in columns])
+
+
+def _quote(name: str) -> str:
+    """A column name as a SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def log_end_at(growth: DataFrame, instants: DataFrame, *, time: str = "time") -> DataFrame:
