@@ -142,6 +142,9 @@ def lab_page(lab: str) -> Iterator[Any]:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
         try:
             pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+            # the page's own errors, printed when a figure check fails (a view that never drew)
+            pg.on("console", lambda m: m.type == "error" and PAGE_ERRORS.append(f"console: {m.text}"[:500]))
+            pg.on("pageerror", lambda e: PAGE_ERRORS.append(f"pageerror: {e}"[:500]))
             pg.goto(f"{lab}/lab?reset", timeout=60_000)
             pg.wait_for_function("() => window.jupyterapp && window.jupyterapp.started !== undefined",
                                  timeout=60_000)
@@ -155,6 +158,8 @@ def lab_page(lab: str) -> Iterator[Any]:
 # helpers: the current notebook, its cells and its plots
 
 CURRENT = "window.jupyterapp.shell.currentWidget"
+#: Errors the Lab page logged (console errors and uncaught exceptions), newest last.
+PAGE_ERRORS: list[str] = []
 
 RUN_DONE = f"""(name) => {{
     const nb = {CURRENT};
@@ -306,7 +311,7 @@ def _plots_match_kernel(page: Any, census: list[list[Any]]) -> list[dict]:
         pass
     plots = page.evaluate(PLOTS)
     shown = sorted([p["title"], p["data"]] for p in plots)
-    assert shown == expected, f"page: {shown}\nkernel: {expected}"
+    assert shown == expected, f"page: {shown}\nkernel: {expected}\npage errors: {PAGE_ERRORS[-10:]}"
     for p in plots:
         assert p["laidOut"], p
         assert set(p["types"]) <= {"scatter", "bar"}, p  # g.trace per trace holds for these types
