@@ -8,6 +8,7 @@ plotly draws the same axis whatever the input.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import hashlib
 import html
@@ -130,6 +131,13 @@ def redraw(widget: Any, figure: Any) -> None:
         widget.data = ()
         widget.add_traces(list(figure.data))
         widget.layout = figure.layout
+    # The figure's whole state in the widget's synced traits, as plotly's own display of a figure
+    # widget does (``_repr_mimebundle_``): a view drawn later (a figure inside a box is displayed
+    # with the box, never on its own) starts from this state, not from the empty figure the widget
+    # was created with and the edit messages sent before the view existed (CI: JupyterLab drew
+    # empty, untitled axes for the ISR notebook's figures and placeholders for the tier ones)
+    widget._widget_layout = copy.deepcopy(widget._layout_obj._props)
+    widget._widget_data = copy.deepcopy(widget._data)
 
 
 def id_text(value: Any, unknown: str = "?") -> str:
