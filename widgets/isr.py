@@ -33,6 +33,7 @@ from widgets._frames import (
     id_text,
     int_list,
     labelled,
+    opened,
     parse_time,
     plotly_text,
     redraw,
@@ -606,6 +607,7 @@ class IsrTimeline(ipw.VBox):
         if window is not None and window.range != (None, None):
             self._follow({"new": window.range}, refresh=False)
         self._refresh()
+        self.timeline, self.counts_figure = opened(self.timeline), opened(self.counts_figure)
 
         for control in (self.topic_filter, self.state_filter, self.time_range):
             control.observe(self._on_change, names="value")

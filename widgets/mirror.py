@@ -29,6 +29,7 @@ from widgets._frames import (
     format_time,
     id_text,
     labelled,
+    opened,
     parse_time,
     plotly_text,
     redraw,
@@ -305,6 +306,7 @@ class MirrorBacklog(ipw.VBox):
         self.figure = go.FigureWidget()
         self.audit_html = ipw.HTML()
         self._refresh()
+        self.figure = opened(self.figure)
         for control in (self.measure, self.partition_filter):
             control.observe(lambda _c: self._refresh(), names="value")
         if window is not None:

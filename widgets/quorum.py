@@ -30,6 +30,7 @@ from widgets._frames import (
     format_time,
     id_text,
     labelled,
+    opened,
     parse_time,
     plotly_text,
     redraw,
@@ -283,6 +284,7 @@ class QuorumDivergence(ipw.VBox):
         if window is not None and window.range != (None, None):
             self._follow({"new": window.range}, refresh=False)
         self._refresh()
+        self.figure = opened(self.figure)
         for control in (self.node_filter, self.source_filter, self.time_range):
             control.observe(self._on_change, names="value")
         if window is not None:

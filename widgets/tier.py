@@ -29,6 +29,7 @@ from widgets._frames import (
     format_time,
     id_text,
     labelled,
+    opened,
     parse_time,
     plotly_text,
     redraw,
@@ -344,6 +345,7 @@ class TierBacklog(ipw.VBox):
         if window is not None and window.range != (None, None):
             self._lo, self._hi = window.range  # opened on a moved window (a finding clicked): start there
         self._refresh()
+        self.backlog_figure, self.ranges_figure = opened(self.backlog_figure), opened(self.ranges_figure)
         for control in (self.topic_filter, self.broker_filter, self.measure, self.partition_choice):
             control.observe(lambda _c: self._refresh(), names="value")
         if window is not None:
