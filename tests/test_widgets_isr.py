@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
+from widgets._figure import FigureWidget
 from widgets.findings import findings_html
 from widgets.isr import (
     IsrTimeline,
@@ -292,8 +293,9 @@ def test_view_starts_with_everything_shown() -> None:
         "03:19:00",
         "03:20:00",
     ]
-    assert isinstance(view.timeline, go.FigureWidget)
-    assert isinstance(view.counts_figure, go.FigureWidget)
+    # the views' figure widgets (tests/test_widgets_figure.py), opened with the view's box
+    assert isinstance(view.timeline, FigureWidget) and isinstance(view.counts_figure, FigureWidget)
+    assert view.timeline.comm is not None and view.timeline._widget_data == view.timeline._data
     full = figure_isr_timeline(states_frame(), start=DAY + "03:00:00", end=DAY + "03:20:00")
     assert trace_data(view.timeline) == trace_data(full)
     assert view.status.value == f"7 interval(s) on 3 partition(s) shown, {DAY}03:00:00 to {DAY}03:20:00 UTC"

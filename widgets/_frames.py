@@ -8,7 +8,6 @@ plotly draws the same axis whatever the input.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import hashlib
 import html
@@ -115,44 +114,6 @@ def int_list(value: Any) -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return "n/a"
     return "[" + ", ".join(str(int(v)) for v in value) + "]"
-
-
-def redraw(widget: Any, figure: Any) -> None:
-    """Show ``figure``'s traces and layout in the ``FigureWidget`` ``widget``.
-
-    A new layout reaches the page as a relayout of the keys it holds: annotations and shapes the
-    old layout had and the new one lacks (an empty figure's sentence, a stall band outside the new
-    window) would stay drawn, so their removal is sent first.
-    """
-    for key in ("annotations", "shapes"):
-        if widget.layout[key] and not figure.layout[key]:
-            widget.layout[key] = ()
-    with widget.batch_update():
-        widget.data = ()
-        widget.add_traces(list(figure.data))
-        widget.layout = figure.layout
-    # The figure's whole state in the widget's synced traits, as plotly's own display of a figure
-    # widget does (``_repr_mimebundle_``): a view drawn later (a figure inside a box is displayed
-    # with the box, never on its own) starts from this state, not from the empty figure the widget
-    # was created with and the edit messages sent before the view existed (CI: JupyterLab drew
-    # empty, untitled axes for the ISR notebook's figures and placeholders for the tier ones)
-    widget._widget_layout = copy.deepcopy(widget._layout_obj._props)
-    widget._widget_data = copy.deepcopy(widget._data)
-
-
-def opened(widget: Any) -> Any:
-    """A new ``FigureWidget`` whose comm opens with ``widget``'s figure as its state; ``widget`` closed.
-
-    A view creates its figure widgets empty and fills them with :func:`redraw` before the box holding
-    them is displayed; JupyterLab under load can draw such a widget from its empty opening state (CI:
-    the ISR and tier figures as empty, untitled axes). Opened again from the filled figure, the first
-    state the page receives is the figure itself.
-    """
-    import plotly.graph_objects as go
-
-    fresh = go.FigureWidget(widget)
-    widget.close()
-    return fresh
 
 
 def id_text(value: Any, unknown: str = "?") -> str:

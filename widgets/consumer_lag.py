@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from widgets._frames import TimeLike, labelled, opened, parse_time, plotly_text, redraw, require_columns, utc_naive
+from widgets._figure import FigureWidget, redraw
+from widgets._frames import TimeLike, labelled, parse_time, plotly_text, require_columns, utc_naive
 from widgets.linking import TimeWindow, register_view
 from workbench.errors import ConfigError
 
@@ -286,14 +287,12 @@ class ConsumerLagView(ipw.VBox):
                                                 description="Brokers")
         self.search = ipw.Text(description="Search", placeholder="group or topic-partition", continuous_update=False)
         self.top = ipw.BoundedIntText(value=top, min=1, max=200, description="Top N")
-        self.histogram = go.FigureWidget()
-        self.cache_figure = go.FigureWidget()
-        self.series_figure = go.FigureWidget()
+        self.histogram = FigureWidget()
+        self.cache_figure = FigureWidget()
+        self.series_figure = FigureWidget()
         self.status = ipw.HTML()
         self._window = window
         self._refresh()
-        self.histogram, self.cache_figure, self.series_figure = (
-            opened(self.histogram), opened(self.cache_figure), opened(self.series_figure))
         for control in (self.metric, self.group_filter, self.topic_filter, self.broker_filter, self.search, self.top):
             control.observe(self._on_change, names="value")
         if window is not None:

@@ -26,6 +26,7 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
+from widgets._figure import FigureWidget, redraw
 from widgets._frames import (
     LABEL_WORD,
     TimeLike,
@@ -33,10 +34,8 @@ from widgets._frames import (
     id_text,
     int_list,
     labelled,
-    opened,
     parse_time,
     plotly_text,
-    redraw,
     require_columns,
     short_time,
     utc_naive,
@@ -598,8 +597,8 @@ class IsrTimeline(ipw.VBox):
             style={"description_width": "initial"},
         )
         self.status = ipw.HTML()
-        self.timeline = go.FigureWidget()
-        self.counts_figure = go.FigureWidget()
+        self.timeline = FigureWidget()
+        self.counts_figure = FigureWidget()
         self._stamps = stamps
         #: The shared window's range while the view shows it exactly (the slider snapped around it).
         self._pinned: tuple[pd.Timestamp | None, pd.Timestamp | None] | None = None
@@ -607,7 +606,6 @@ class IsrTimeline(ipw.VBox):
         if window is not None and window.range != (None, None):
             self._follow({"new": window.range}, refresh=False)
         self._refresh()
-        self.timeline, self.counts_figure = opened(self.timeline), opened(self.counts_figure)
 
         for control in (self.topic_filter, self.state_filter, self.time_range):
             control.observe(self._on_change, names="value")

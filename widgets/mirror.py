@@ -23,16 +23,15 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
+from widgets._figure import FigureWidget, redraw
 from widgets._frames import (
     LABEL_WORD,
     TimeLike,
     format_time,
     id_text,
     labelled,
-    opened,
     parse_time,
     plotly_text,
-    redraw,
     require_columns,
     utc_naive,
 )
@@ -303,10 +302,9 @@ class MirrorBacklog(ipw.VBox):
                                          value="records", description="Lag in")
         self.partition_filter = ipw.SelectMultiple(options=labelled(labels), value=(), rows=min(8, max(3, len(labels))),
                                                    description="Partitions", tooltip="None selected: all")
-        self.figure = go.FigureWidget()
+        self.figure = FigureWidget()
         self.audit_html = ipw.HTML()
         self._refresh()
-        self.figure = opened(self.figure)
         for control in (self.measure, self.partition_filter):
             control.observe(lambda _c: self._refresh(), names="value")
         if window is not None:

@@ -25,15 +25,14 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from widgets._figure import FigureWidget, redraw
 from widgets._frames import (
     TimeLike,
     format_time,
     id_text,
     labelled,
-    opened,
     parse_time,
     plotly_text,
-    redraw,
     require_columns,
     short_time,
     utc_naive,
@@ -277,14 +276,13 @@ class QuorumDivergence(ipw.VBox):
                                                    description="Time (UTC)", continuous_update=False,
                                                    disabled=not stamps, layout=ipw.Layout(width="98%"))
         self.status = ipw.HTML()
-        self.figure = go.FigureWidget()
+        self.figure = FigureWidget()
         #: The shared window's range while the view shows it exactly (the slider snapped around it).
         self._pinned: tuple[pd.Timestamp | None, pd.Timestamp | None] | None = None
         self._following = False
         if window is not None and window.range != (None, None):
             self._follow({"new": window.range}, refresh=False)
         self._refresh()
-        self.figure = opened(self.figure)
         for control in (self.node_filter, self.source_filter, self.time_range):
             control.observe(self._on_change, names="value")
         if window is not None:

@@ -23,16 +23,15 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
+from widgets._figure import FigureWidget, redraw
 from widgets._frames import (
     LABEL_WORD,
     TimeLike,
     format_time,
     id_text,
     labelled,
-    opened,
     parse_time,
     plotly_text,
-    redraw,
     require_columns,
     short_time,
     utc_naive,
@@ -340,12 +339,11 @@ class TierBacklog(ipw.VBox):
         self.partition_choice = ipw.Dropdown(options=[(visible_text(f"{t}-{p}", 80), (t, p)) for t, p in parts],
                                              value=parts[0] if parts else None, description="Ranges of")
         self.status = ipw.HTML()
-        self.backlog_figure = go.FigureWidget()
-        self.ranges_figure = go.FigureWidget()
+        self.backlog_figure = FigureWidget()
+        self.ranges_figure = FigureWidget()
         if window is not None and window.range != (None, None):
             self._lo, self._hi = window.range  # opened on a moved window (a finding clicked): start there
         self._refresh()
-        self.backlog_figure, self.ranges_figure = opened(self.backlog_figure), opened(self.ranges_figure)
         for control in (self.topic_filter, self.broker_filter, self.measure, self.partition_choice):
             control.observe(lambda _c: self._refresh(), names="value")
         if window is not None:

@@ -16,12 +16,12 @@ import ipywidgets as ipw
 import pandas as pd
 import plotly.graph_objects as go
 
+from widgets._figure import FigureWidget, redraw
 from widgets._frames import (
     TimeLike,
     format_time,
     parse_time,
     plotly_text,
-    redraw,
     require_columns,
     short_time,
     utc_naive,
@@ -235,7 +235,7 @@ class FindingsTimeline(ipw.VBox):
         self.end_box = ipw.Text(description="To (UTC)", placeholder="2026-03-01 03:20:00", continuous_update=False)
         self.status = ipw.HTML()
         self.details = ipw.HTML()
-        self.figure = go.FigureWidget(self._figure())
+        self.figure = FigureWidget(self._figure())
         self._bind_clicks()
         self._syncing = False
         self.start_box.observe(self._typed, names="value")

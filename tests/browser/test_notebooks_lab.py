@@ -12,7 +12,8 @@ shuts the notebook's kernel down (so one Spark JVM at a time is alive).
 
 How "every plot rendered" is judged: each prepared copy ends with one more code cell that lists, as
 JSON, the title and trace count of every plotly ``FigureWidget`` alive in the kernel (after a
-garbage collection, closed widgets left out). In the notebooks' interactive mode every figure is a
+garbage collection, closed widgets left out; the views' widgets, ``widgets._figure.FigureWidget``,
+open their comm only when first shown, and one never shown counts too). In the notebooks' interactive mode every figure is a
 ``FigureWidget`` inside a displayed view, so that list is what the page must show: the sorted
 (title, ``gd.data.length``) list of the notebook's ``.js-plotly-plot`` graphs must equal it, and
 in each graph every trace plotly counts as visible (``gd._fullData``, ``visible === true``) must be
@@ -63,7 +64,8 @@ import json as _json
 import plotly.graph_objects as _go
 
 _gc.collect()
-_figures = [o for o in _gc.get_objects() if isinstance(o, _go.FigureWidget) and getattr(o, "comm", None) is not None]
+_figures = [o for o in _gc.get_objects() if isinstance(o, _go.FigureWidget)
+            and (getattr(o, "comm", None) is not None or getattr(o, "unopened", False))]
 print({CENSUS_MARK!r} + _json.dumps(sorted([str(f.layout.title.text or ""), len(f.data)] for f in _figures)))
 """
 
@@ -143,7 +145,8 @@ def lab_page(lab: str) -> Iterator[Any]:
         try:
             pg = browser.new_page(viewport={"width": 1400, "height": 1000})
             # the page's own errors, printed when a figure check fails (a view that never drew)
-            pg.on("console", lambda m: m.type == "error" and PAGE_ERRORS.append(f"console: {m.text}"[:500]))
+            pg.on("console", lambda m: (m.type in ("error", "warning") or "anywidget" in m.text)
+                  and PAGE_ERRORS.append(f"console {m.type}: {m.text}"[:500]))
             pg.on("pageerror", lambda e: PAGE_ERRORS.append(f"pageerror: {e}"[:500]))
             pg.goto(f"{lab}/lab?reset", timeout=60_000)
             pg.wait_for_function("() => window.jupyterapp && window.jupyterapp.started !== undefined",
@@ -522,7 +525,8 @@ def _until(page: Any, prefix: str, changed: Any, what: str) -> dict:
         if fig is not None and changed(fig):
             return fig
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: the figure {prefix!r} did not change as expected: {fig}")
+            raise AssertionError(f"{what}: the figure {prefix!r} did not change as expected: {fig}\n"
+                                 f"page errors: {PAGE_ERRORS[-10:]}")
         time.sleep(0.5)
 
 
