@@ -13,8 +13,9 @@ shuts the notebook's kernel down (so one Spark JVM at a time is alive).
 How "every plot rendered" is judged: each prepared copy ends with one more code cell that lists, as
 JSON, the title and trace count of every plotly ``FigureWidget`` alive in the kernel (after a
 garbage collection, closed widgets left out; the views' widgets, ``widgets._figure.FigureWidget``,
-open their comm only when first shown, and one never shown counts too). In the notebooks' interactive mode every figure is a
-``FigureWidget`` inside a displayed view, so that list is what the page must show: the sorted
+open their comm only when first shown, and one never shown counts too). In the notebooks'
+interactive mode every figure is a ``FigureWidget`` inside a displayed view, so that list is what
+the page must show: the sorted
 (title, ``gd.data.length``) list of the notebook's ``.js-plotly-plot`` graphs must equal it, and
 in each graph every trace plotly counts as visible (``gd._fullData``, ``visible === true``) must be
 drawn as one ``g.trace`` group (scatter and bar traces, the only types these views use, are drawn
