@@ -253,6 +253,10 @@ def test_counts_are_step_lines_per_broker_extended_to_the_end() -> None:
         ("broker 3", "hv", [t("03:00:00"), t("03:19:00")], [0, 0]),
     ]
     assert fig.layout.xaxis.range is None
+    # whole ticks for small counts (plotly's half steps under "d" labels read 0, 1, 1, 2, 2)
+    assert (fig.layout.yaxis.tick0, fig.layout.yaxis.dtick, fig.layout.yaxis.tickformat) == (0, 1, "d")
+    many = figure_under_min_isr(counts_frame([(1, "03:00:00", 0), (1, "03:01:00", 240)]))
+    assert many.layout.yaxis.dtick is None  # plotly's own whole steps (0, 50, 100...)
 
 
 def test_counts_window_carries_the_value_in_force_at_start() -> None:

@@ -474,6 +474,9 @@ def figure_under_min_isr(counts: pd.DataFrame, start: TimeLike = None, end: Time
         xaxis={"type": "date", "title": {"text": "time (UTC)"}},
         yaxis={"title": {"text": "partitions under min ISR"}, "rangemode": "tozero", "tickformat": "d"},
     )
+    if max((max(t.y) for t in fig.data if t.y), default=0) <= 10:
+        # a whole tick per partition: on plotly's own half steps "d" labels repeat (0, 1, 1, 2, 2)
+        fig.update_yaxes(tick0=0, dtick=1)
     if lo is not None or hi is not None:
         left = lo if lo is not None else frame["time"].min()
         fig.update_xaxes(range=[format_time(left), format_time(right)], autorange=False)
