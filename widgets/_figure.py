@@ -123,29 +123,21 @@ class FigureWidget(go.FigureWidget):
         if self.comm is not None:
             self._figure_state()
 
-    def _send_relayout_msg(self, *args: Any, **kwargs: Any) -> None:
-        super()._send_relayout_msg(*args, **kwargs)
+
+def _then_figure_state(name: str) -> Any:
+    """Plotly's edit message ``name``, then the whole figure in the synced state."""
+
+    def send(self: FigureWidget, *args: Any, **kwargs: Any) -> None:
+        getattr(go.FigureWidget, name)(self, *args, **kwargs)
         self._edited()
 
-    def _send_restyle_msg(self, *args: Any, **kwargs: Any) -> None:
-        super()._send_restyle_msg(*args, **kwargs)
-        self._edited()
+    send.__name__ = name
+    return send
 
-    def _send_update_msg(self, *args: Any, **kwargs: Any) -> None:
-        super()._send_update_msg(*args, **kwargs)
-        self._edited()
 
-    def _send_addTraces_msg(self, *args: Any, **kwargs: Any) -> None:  # noqa: N802 (plotly's name)
-        super()._send_addTraces_msg(*args, **kwargs)
-        self._edited()
-
-    def _send_moveTraces_msg(self, *args: Any, **kwargs: Any) -> None:  # noqa: N802
-        super()._send_moveTraces_msg(*args, **kwargs)
-        self._edited()
-
-    def _send_deleteTraces_msg(self, *args: Any, **kwargs: Any) -> None:  # noqa: N802
-        super()._send_deleteTraces_msg(*args, **kwargs)
-        self._edited()
+for _name in ("_send_relayout_msg", "_send_restyle_msg", "_send_update_msg", "_send_addTraces_msg",
+              "_send_moveTraces_msg", "_send_deleteTraces_msg"):
+    setattr(FigureWidget, _name, _then_figure_state(_name))
 
 
 def redraw(widget: Any, figure: Any) -> None:
