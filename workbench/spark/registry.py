@@ -327,27 +327,35 @@ def read_table(spark: SparkSession, bundle: Bundle, spec: TableSpec, artifacts: 
         raise ConfigError(f"table {spec.name!r} has no data source")
     if not artifacts:
         return Built(spark.createDataFrame([], spec.schema), spark.createDataFrame([], PROBLEMS_SCHEMA))
-    reader = (spark.read.format(spec.source.name()).option("files", files_option(bundle, artifacts))
-              .option("strict", _option_text(strict)))
-    for key, value in options.items():
-        if value is not None:
-            reader = reader.option(key, _option_text(value))
-    raw = reader.load()
+
+    def loaded() -> DataFrame:
+        reader = (spark.read.format(spec.source.name()).option("files", files_option(bundle, artifacts))
+                  .option("strict", _option_text(strict)))
+        for key, value in options.items():
+            if value is not None:
+                reader = reader.option(key, _option_text(value))
+        return reader.load()
+
     scratch = None
     if persist and sum(a.bytes or 0 for a in artifacts) >= materialize_bytes:
         import uuid
 
         scratch = f"{scratch_root()}/{spec.name}-{uuid.uuid4().hex}"
         if local_path(scratch) is not None:
+            # decoded by our own tasks; the schema comes from the source made here, not from Spark's
+            # planning of a Python data source (a Python worker started to ask it: seconds of a session)
             text = {"files": files_option(bundle, artifacts), "strict": _option_text(strict),
                     **{k: _option_text(v) for k, v in options.items() if v is not None}}
-            write_parquet(spark, spec.source(text), local_path(scratch))
-            raw = spark.read.schema(raw.schema).parquet(scratch)
+            source = spec.source(text)
+            write_parquet(spark, source, local_path(scratch))
+            raw = spark.read.schema(source.schema()).parquet(scratch)
         else:  # a cluster's shared filesystem (hdfs://, s3a://): Spark's own writer reaches it
-            raw.write.option("parquet.block.size", str(16 << 20)).parquet(scratch)
+            loaded().write.option("parquet.block.size", str(16 << 20)).parquet(scratch)
             raw = spark.read.parquet(scratch)
     elif persist:
-        raw = raw.persist(StorageLevel.MEMORY_AND_DISK)
+        raw = loaded().persist(StorageLevel.MEMORY_AND_DISK)
+    else:
+        raw = loaded()
     rows = raw.where(F.col("_problem_kind").isNull()).select(*spec.columns)
     problems = raw.where(F.col("_problem_kind").isNotNull()).select(
         F.col("_problem_node").alias("node_id"), F.col("_problem_path").alias("path"),
