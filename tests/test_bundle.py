@@ -68,6 +68,50 @@ def test_archive_round_trip(tmp_path):
     assert sorted(a.path for a in bundle.artifacts) == sorted(a.path for a in open_bundle(src).artifacts)
 
 
+@pytest.mark.parametrize("wrap", [["incident"], ["case-123", "bundle"]])
+def test_a_wrapping_directory_is_opened_as_the_bundle_it_holds(tmp_path, wrap):
+    inner = tmp_path.joinpath("outer", *wrap)
+    make_tree(inner)
+    (tmp_path / "outer" / ".DS_Store").write_bytes(b"\0")
+    direct = open_bundle(inner)
+    wrapped = open_bundle(tmp_path / "outer")
+    assert wrapped.root == direct.root == inner.resolve()
+    assert wrapped.artifacts == direct.artifacts
+    assert wrapped.manifest == {"scenario": "isr"}
+    assert {a.kind for a in wrapped.artifacts if a.path.startswith(("dumps/", "manifest"))} == {"dump_text", "manifest"}
+
+
+def test_a_directory_beside_a_file_is_not_a_wrapper(tmp_path):
+    make_tree(tmp_path / "outer" / "incident")
+    (tmp_path / "outer" / "notes.txt").write_text("what happened")
+    bundle = open_bundle(tmp_path / "outer")
+    assert bundle.root == (tmp_path / "outer").resolve()
+    assert "notes.txt" in {a.path for a in bundle.artifacts}
+    assert bundle.manifest is None
+
+
+def test_a_lone_directory_of_the_bundle_itself_is_not_entered(tmp_path):
+    make_tree(tmp_path / "b")
+    (tmp_path / "b" / "manifest.json").unlink()
+    for extra in ("dumps/a.txt", "dumps"):
+        (tmp_path / "b" / extra).unlink() if extra.endswith(".txt") else (tmp_path / "b" / extra).rmdir()
+    bundle = open_bundle(tmp_path / "b")  # holds nodes/ alone: node 7's directory keeps its place
+    assert bundle.root == (tmp_path / "b").resolve()
+    assert all(a.path.startswith("nodes/7/") for a in bundle.artifacts)
+
+
+def test_an_archive_of_one_directory_opens_as_that_directory(tmp_path):
+    src = tmp_path / "src"
+    make_tree(src)
+    archive = tmp_path / "incident.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(src, arcname="incident")
+    with open_bundle(archive) as bundle:
+        assert bundle.root.name == "incident"
+        assert bundle.artifacts == open_bundle(src).artifacts
+        assert bundle.manifest == {"scenario": "isr"}
+
+
 @pytest.mark.parametrize("name", ["../evil.txt", "/abs/evil.txt", "a/../../evil.txt"])
 def test_tar_members_cannot_escape(tmp_path, name):
     archive = tmp_path / "bad.tar"

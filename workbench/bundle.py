@@ -187,7 +187,10 @@ def open_bundle(path: str | Path, *, extract_to: str | Path | None = None,
     Parameters
     ----------
     path : str or Path
-        A directory, or a ``.tar``/``.tar.gz``/``.tgz``/``.zip`` archive of one.
+        A directory, or a ``.tar``/``.tar.gz``/``.tgz``/``.zip`` archive of one. A directory (or
+        archive) whose only entry is one directory holding a bundle's top (``incident/`` with its
+        ``manifest.json``, ``nodes/``, ``tools/``...) is opened as that directory: the bundle's
+        ``root`` is then the inner one.
     extract_to : str or Path, optional
         Where an archive is extracted. By default a new directory under ``$TMPDIR``
         (``workbench-bundle-*``) that the bundle owns: it is removed by :meth:`Bundle.close`, on
@@ -233,8 +236,41 @@ def open_bundle(path: str | Path, *, extract_to: str | Path | None = None,
     return _discover(src)
 
 
+#: Entries beside a wrapping directory that do not make it a bundle's top (archivers' by-products).
+_WRAPPER_NOISE = frozenset({".DS_Store", "__MACOSX"})
+#: What only a bundle's top holds: files and directories recognised relative to it.
+_TOP_MARKERS = ("manifest.json", "nodes", "tools", "dumps", "metrics")
+
+
+def _bundle_top(root: Path) -> Path:
+    """``root``, or the bundle it wraps: down a chain of directories whose only entry is one
+    directory, the first that holds a bundle's top (``manifest.json``, ``nodes/``, ``tools/``,
+    ``dumps/`` or ``metrics/``); ``root`` itself when it holds one, or when no such directory is
+    found.
+
+    An archive of ``incident/`` extracts to a directory holding ``incident/``; an operator copies a
+    bundle into ``case-123/bundle/`` and names ``case-123``. Those top entries are recognised
+    relative to the bundle's top only, so from the wrapper they would read as unrecognised files.
+    Any other lone directory (``nodes/``, a log directory) is part of the bundle and is not entered.
+    Links are not followed.
+    """
+    here = root
+    for _ in range(32):
+        if any(os.path.lexists(here / marker) for marker in _TOP_MARKERS):
+            return here
+        try:
+            with os.scandir(here) as it:
+                entries = [e for e in it if e.name not in _WRAPPER_NOISE]
+        except OSError:
+            return root
+        if len(entries) != 1 or not entries[0].is_dir(follow_symlinks=False):
+            return root
+        here = Path(entries[0].path)
+    return root
+
+
 def _discover(root: Path) -> Bundle:
-    root = root.resolve()
+    root = _bundle_top(root.resolve())
     artifacts: list[Artifact] = []
     problems: list[Problem] = []
     node_cache: dict[Path, int] = {}
