@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import shutil
 import tarfile
 import zipfile
 from pathlib import Path
@@ -58,12 +59,17 @@ def test_classifies_every_file(tmp_path):
     assert bundle.node_ids == [-1, 3]
 
 
+def tar_of(src: Path, archive: Path, arcname: str) -> Path:
+    """``src`` archived as ``arcname`` in a new ``.tar.gz``."""
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(src, arcname=arcname)
+    return archive
+
+
 def test_archive_round_trip(tmp_path):
     src = tmp_path / "src"
     make_tree(src)
-    archive = tmp_path / "b.tar.gz"
-    with tarfile.open(archive, "w:gz") as tf:
-        tf.add(src, arcname=".")
+    archive = tar_of(src, tmp_path / "b.tar.gz", ".")
     bundle = open_bundle(archive, extract_to=tmp_path / "x")
     assert sorted(a.path for a in bundle.artifacts) == sorted(a.path for a in open_bundle(src).artifacts)
 
@@ -93,8 +99,7 @@ def test_a_directory_beside_a_file_is_not_a_wrapper(tmp_path):
 def test_a_lone_directory_of_the_bundle_itself_is_not_entered(tmp_path):
     make_tree(tmp_path / "b")
     (tmp_path / "b" / "manifest.json").unlink()
-    for extra in ("dumps/a.txt", "dumps"):
-        (tmp_path / "b" / extra).unlink() if extra.endswith(".txt") else (tmp_path / "b" / extra).rmdir()
+    shutil.rmtree(tmp_path / "b" / "dumps")
     bundle = open_bundle(tmp_path / "b")  # holds nodes/ alone: node 7's directory keeps its place
     assert bundle.root == (tmp_path / "b").resolve()
     assert all(a.path.startswith("nodes/7/") for a in bundle.artifacts)
@@ -103,10 +108,7 @@ def test_a_lone_directory_of_the_bundle_itself_is_not_entered(tmp_path):
 def test_an_archive_of_one_directory_opens_as_that_directory(tmp_path):
     src = tmp_path / "src"
     make_tree(src)
-    archive = tmp_path / "incident.tar.gz"
-    with tarfile.open(archive, "w:gz") as tf:
-        tf.add(src, arcname="incident")
-    with open_bundle(archive) as bundle:
+    with open_bundle(tar_of(src, tmp_path / "incident.tar.gz", "incident")) as bundle:
         assert bundle.root.name == "incident"
         assert bundle.artifacts == open_bundle(src).artifacts
         assert bundle.manifest == {"scenario": "isr"}

@@ -327,14 +327,11 @@ def read_table(spark: SparkSession, bundle: Bundle, spec: TableSpec, artifacts: 
         raise ConfigError(f"table {spec.name!r} has no data source")
     if not artifacts:
         return Built(spark.createDataFrame([], spec.schema), spark.createDataFrame([], PROBLEMS_SCHEMA))
+    text = {"files": files_option(bundle, artifacts), "strict": _option_text(strict),
+            **{k: _option_text(v) for k, v in options.items() if v is not None}}
 
     def loaded() -> DataFrame:
-        reader = (spark.read.format(spec.source.name()).option("files", files_option(bundle, artifacts))
-                  .option("strict", _option_text(strict)))
-        for key, value in options.items():
-            if value is not None:
-                reader = reader.option(key, _option_text(value))
-        return reader.load()
+        return spark.read.format(spec.source.name()).options(**text).load()
 
     scratch = None
     if persist and sum(a.bytes or 0 for a in artifacts) >= materialize_bytes:
@@ -344,8 +341,6 @@ def read_table(spark: SparkSession, bundle: Bundle, spec: TableSpec, artifacts: 
         if local_path(scratch) is not None:
             # decoded by our own tasks; the schema comes from the source made here, not from Spark's
             # planning of a Python data source (a Python worker started to ask it: seconds of a session)
-            text = {"files": files_option(bundle, artifacts), "strict": _option_text(strict),
-                    **{k: _option_text(v) for k, v in options.items() if v is not None}}
             source = spec.source(text)
             write_parquet(spark, source, local_path(scratch))
             raw = spark.read.schema(source.schema()).parquet(scratch)
