@@ -240,9 +240,11 @@ def child(bundle: Path, out: Path) -> None:
     from pyspark.sql import functions as F
 
     import workbench
+    from workbench import classarchive
     from workbench.analysis import isr
 
     me = os.getpid()
+    _options, archive = classarchive.session_options()  # the driver's class archive, if compile recorded one
     t0 = time.perf_counter()
     spark = workbench.session("local[2]")
     session_seconds = time.perf_counter() - t0
@@ -270,7 +272,8 @@ def child(bundle: Path, out: Path) -> None:
                                                          list(r.elr or [])] for r in final}
     results["problems"] = tables.problems.count()
     spark.stop()
-    out.write_text(json.dumps({"session_seconds": session_seconds, "stages": stages, "memory": memory.peak,
+    out.write_text(json.dumps({"session_seconds": session_seconds, "class_archive": archive and str(archive),
+                               "stages": stages, "memory": memory.peak,
                                **results}) + "\n")
 
 
@@ -375,6 +378,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{mem.get('python_workers', 0) / 2**20:>11.0f} "
               f"{shell['seconds'] if shell else float('nan'):>8.1f} {ratio:>6.1f} "
               f"{str(shell['equal']) if shell else '-':>6}")
+    archives = {r["spark"].get("class_archive") for r in runs}
+    print(f"driver class archive (workbench compile; WORKBENCH_CLASS_ARCHIVE=0: none): "
+          f"{', '.join(sorted(str(a) for a in archives))}")
     print(f"load average before {' '.join(f'{x:.2f}' for x in load_before)}, "
           f"after {' '.join(f'{x:.2f}' for x in load_after)} on {os.cpu_count()} cores")
     stamp = datetime.now(UTC)

@@ -60,9 +60,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
+    from workbench import classarchive
     from workbench.kernels import compile_kernels
 
-    compile_kernels(report=lambda line: print(f"workbench compile: {line}", file=sys.stderr))
+    def say(line: str) -> None:
+        print(f"workbench compile: {line}", file=sys.stderr)
+
+    # the driver JVM's class archive is recorded while the kernels' Spark paths run
+    classarchive.record(lambda spark: compile_kernels(spark, report=say), report=say)
     return 0
 
 
@@ -281,7 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compile", help="compile the decoding and replay kernels now (done at installation)",
                        description="Runs every numba kernel once on the demo bundle, so that their machine code "
-                                   "is cached and the first investigation does not wait for it.")
+                                   "is cached and the first investigation does not wait for it, and records the "
+                                   "Spark driver's class archive meanwhile (WORKBENCH_CLASS_ARCHIVE=0: not).")
     p.set_defaults(func=cmd_compile)
 
     _add_dump_parser(sub)

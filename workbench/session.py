@@ -6,6 +6,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from workbench import classarchive
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ _ONE_MACHINE_CONF: dict[str, str] = {
     # report, but its code cache defaults to 48 MiB, which a session's generated classes fill within
     # minutes (the demo bundle's tier findings: "CodeCache is full. Compiler has been disabled" at
     # 134 s), after which every new class runs interpreted, for the rest of the session
-    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -Duser.timezone=UTC",
+    # (spark.driver.extraJavaOptions: workbench.classarchive.DRIVER_OPTIONS, with the class archive when there is one)
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
@@ -60,7 +61,8 @@ def session(
     -------
     pyspark.sql.SparkSession
         The session, with the UTC time zone, few shuffle partitions, the UI off and Python
-        workers running the current interpreter.
+        workers running the current interpreter; its driver JVM maps the class archive
+        ``workbench compile`` recorded, if there is one (:mod:`workbench.classarchive`).
 
     Examples
     --------
@@ -79,6 +81,9 @@ def session(
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
 
     settings = dict(_ONE_MACHINE_CONF)
+    archive = None
+    if "spark.driver.extraJavaOptions" not in (conf or {}):
+        settings["spark.driver.extraJavaOptions"], archive = classarchive.session_options()
     settings["spark.driver.memory"] = driver_memory or os.environ.get(MEMORY_ENV) or "1g"
     settings["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
     for key, value in (conf or {}).items():
@@ -97,7 +102,14 @@ def session(
         builder = builder.master(chosen)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception:
+        if archive is None or remote:
+            raise
+        # a class archive the JVM cannot start with (cut short, overwritten): without it, and never again
+        classarchive.discard(archive)
+        spark = builder.config("spark.driver.extraJavaOptions", classarchive.DRIVER_OPTIONS).getOrCreate()
     if not remote:
         spark.sparkContext.setLogLevel("ERROR")
     register_sources(spark)

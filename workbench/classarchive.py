@@ -1,0 +1,197 @@
+"""The driver JVM's class-data-sharing archive: Spark's classes loaded once at installation, mapped by every session.
+
+A fresh Spark driver loads, verifies and links some 20,000 classes as its first queries run: the
+first job that reads a Python data source or runs ``mapInArrow`` spends seconds in the JVM before
+any Python worker starts (measured on the 1 M-record metadata benchmark: 4.2-5.3 s for the first
+``mapInArrow`` job against 0.15-0.3 s for the same job warm). HotSpot can keep those classes,
+already parsed and verified, in an archive that later JVMs map from disk (class-data sharing, a
+dynamic archive: ``-XX:ArchiveClassesAtExit``, ``-XX:SharedArchiveFile``, JDK 13 and later).
+
+``workbench compile`` (run by ``make venv`` and Binder's ``postBuild``) records the archive while
+it runs the demo bundle's decoders and replays (:func:`workbench.kernels.compile_kernels`), into
+``$KAFKA_WORKBENCH_CACHE/jvm/driver-<key>.jsa``; :func:`workbench.session.session` maps it.
+
+What keeps this safe:
+
+* ``<key>`` digests the Java binary (path, size, time), Spark's jars and the JVM options the archive
+  was recorded with: another JDK, another Spark or other options look for another file. The JVM
+  itself also checks an archive against its own build and class path and ignores one that does not
+  match (``-Xshare:auto``, the default), silently (``-Xlog:cds=off``).
+* The archive is written under a temporary name by a JVM that has exited, then checked by starting
+  a driver on it and counting the classes it loaded from it, and only then renamed into place.
+* A file cut short or overwritten later can stop the JVM from starting: a session that does not
+  start with the archive removes it and starts again without it.
+* ``WORKBENCH_CLASS_ARCHIVE=0`` turns it off; settings that name ``spark.driver.extraJavaOptions``
+  themselves get exactly what they name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+#: Environment variable: ``0`` keeps sessions off the archive and ``workbench compile`` from recording one.
+ENV = "WORKBENCH_CLASS_ARCHIVE"
+#: The driver's JVM options, with and without the archive (the archive is recorded with these).
+DRIVER_OPTIONS = "-XX:+UseSerialGC -Duser.timezone=UTC"
+#: Options that keep the JVM quiet about an archive it cannot use (it then runs without it).
+_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+#: Fewest classes a checked archive must have given the driver, else it is not kept.
+MIN_SHARED_CLASSES = 1000
+
+
+def enabled() -> bool:
+    """Whether sessions may use the archive (``$WORKBENCH_CLASS_ARCHIVE`` is not ``0``)."""
+    return os.environ.get(ENV, "1").strip() != "0"
+
+
+def _java() -> Path | None:
+    """The ``java`` Spark's launcher runs: ``$JAVA_HOME/bin/java``, else the first on ``PATH``."""
+    home = os.environ.get("JAVA_HOME")
+    found = Path(home) / "bin" / "java" if home else None
+    if found is None or not found.exists():
+        which = shutil.which("java")
+        found = Path(which) if which else None
+    return found.resolve() if found is not None else None
+
+
+def _spark_jars() -> Path | None:
+    try:
+        import pyspark
+    except ImportError:
+        return None
+    jars = Path(pyspark.__file__).parent / "jars"
+    return jars if jars.is_dir() else None
+
+
+def archive_path() -> Path | None:
+    """Where the archive for this JDK, this Spark and :data:`DRIVER_OPTIONS` is kept (None: no Java or Spark found)."""
+    java, jars = _java(), _spark_jars()
+    if java is None or jars is None:
+        return None
+    h = hashlib.sha256()
+    st = java.stat()
+    h.update(f"{java}\0{st.st_size}\0{st.st_mtime_ns}\0{DRIVER_OPTIONS}\0{jars}\0".encode())
+    for jar in sorted(jars.iterdir()):
+        h.update(f"{jar.name}\0{jar.stat().st_size}\0".encode())
+    cache = Path(os.environ.get("KAFKA_WORKBENCH_CACHE") or Path.home() / ".cache" / "kafka-workbench")
+    return cache.expanduser() / "jvm" / f"driver-{h.hexdigest()[:16]}.jsa"
+
+
+def session_options() -> tuple[str, Path | None]:
+    """The driver's JVM options for a new session, and the archive they map (None when there is none)."""
+    path = archive_path() if enabled() else None
+    if path is None or not path.is_file():
+        return DRIVER_OPTIONS, None
+    return f"{DRIVER_OPTIONS} -XX:SharedArchiveFile={path} {_QUIET}", path
+
+
+def discard(path: Path) -> None:
+    """Remove an archive a JVM could not start with."""
+    path.unlink(missing_ok=True)
+
+
+def _stop_driver_jvm(spark: Any, timeout: float) -> None:
+    """Stop the session and its driver JVM, waiting until that JVM has exited (and so written its archive)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    spark.stop()
+    if proc is None:
+        raise RuntimeError("the driver JVM was not started by this process")
+    proc.stdin.close()  # Spark's gateway server exits normally on end of input
+    proc.wait(timeout=timeout)
+    try:
+        gateway.shutdown()
+    except Exception:  # noqa: BLE001 - the JVM is gone; only Python-side sockets remain
+        pass
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
+def shared_classes(archive: Path, *, timeout: float = 300.0) -> int:
+    """How many classes a new driver JVM loads from ``archive`` (a session started in a child process).
+
+    Raises
+    ------
+    RuntimeError
+        The child session did not start or did not finish.
+    """
+    with tempfile.TemporaryDirectory(prefix="workbench-cds-") as tmp:
+        classes = Path(tmp) / "classes.log"
+        options = f"{DRIVER_OPTIONS} -XX:SharedArchiveFile={archive} {_QUIET} -Xlog:class+load=info:file={classes}"
+        code = ("import sys; from workbench.session import session; "
+                "spark = session('local[1]', conf={'spark.driver.extraJavaOptions': sys.argv[1]}); "
+                "assert spark.range(3).count() == 3; spark.stop()")
+        env = dict(os.environ, **{ENV: "0"})
+        done = subprocess.run([sys.executable, "-c", code, options], env=env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"a session did not start on {archive}: {done.stderr.strip()[-2000:]}")
+        if not classes.exists():
+            return 0
+        # class+load lines name each class's source; the dynamic archive is "shared objects file (top)"
+        with classes.open(errors="replace") as lines:
+            return sum(1 for line in lines if "source: shared objects file (top)" in line)
+
+
+def record(workload: Callable[[Any], Any], *, report: Callable[[str], None] | None = None,
+           timeout: float = 300.0) -> Path | None:
+    """Run ``workload(spark)`` in a new session whose JVM archives the classes it loaded; keep the archive if it works.
+
+    Must run in a process without a Spark session (the recording JVM is started here and stopped
+    at the end). Returns the installed archive, or None (no Java or Spark found, turned off by
+    ``$WORKBENCH_CLASS_ARCHIVE``, or the archive did not check: the reason goes to ``report``).
+    """
+    from pyspark import SparkContext
+
+    from workbench.session import session
+
+    say = report or (lambda line: None)
+    target = archive_path()
+    if target is None or not enabled():
+        workload(session())
+        return None
+    if SparkContext._active_spark_context is not None:
+        raise RuntimeError("the class archive is recorded by a process's first Spark session")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    t = time.perf_counter()
+    try:
+        spark = session(conf={"spark.driver.extraJavaOptions":
+                              f"{DRIVER_OPTIONS} -XX:ArchiveClassesAtExit={partial} {_QUIET}"})
+    except Exception as exc:  # noqa: BLE001 - a JVM that cannot record: the work is done without
+        say(f"class archive: a JVM recording one did not start ({str(exc)[:300]}); sessions run without")
+        workload(session(conf={"spark.driver.extraJavaOptions": DRIVER_OPTIONS}))
+        return None
+    try:
+        workload(spark)
+    finally:
+        _stop_driver_jvm(spark, timeout)
+    try:
+        if not partial.is_file() or partial.stat().st_size == 0:
+            say("class archive: the JVM wrote none (this JDK cannot record one); sessions run without")
+            return None
+        count = shared_classes(partial, timeout=timeout)
+        if count < MIN_SHARED_CLASSES:
+            say(f"class archive: a session loaded {count} classes from it; not kept")
+            return None
+        partial.replace(target)
+        say(f"class archive: {target} ({target.stat().st_size / 2**20:.0f} MiB, {count} classes), "
+            f"{time.perf_counter() - t:.1f} s")
+        return target
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        say(f"class archive: not kept ({exc})")
+        return None
+    finally:
+        partial.unlink(missing_ok=True)
