@@ -33,10 +33,11 @@ print(classarchive.record(lambda spark: spark.range(1000).selectExpr("sum(id)").
 
 
 def _child(code: str, cache: Path, **env: str) -> subprocess.CompletedProcess:
+    """``code`` in a child Python with ``cache`` as its cache and working directory (a JVM's crash log lands there)."""
     full = {k: v for k, v in os.environ.items() if k != classarchive.ENV}
     full.update(KAFKA_WORKBENCH_CACHE=str(cache), **env)
-    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=600,
-                          check=False)
+    return subprocess.run([sys.executable, "-c", code], env=full, cwd=cache, capture_output=True, text=True,
+                          timeout=600, check=False)
 
 
 def _session(cache: Path, **env: str) -> dict:
@@ -53,6 +54,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
     assert done.returncode == 0, done.stderr[-3000:]
     archives = sorted((cache / "jvm").glob("driver-*.jsa"))
     assert len(archives) == 1, (done.stdout, done.stderr[-3000:])
+    assert archives[0].with_name(archives[0].name + ".size").read_text() == f"{archives[0].stat().st_size}\n"
     assert done.stdout.strip().splitlines()[-1] == str(archives[0])
     # kept only after a driver started on it loaded thousands of classes from it
     checked = re.search(r"class archive: .* MiB, (\d+) classes\)", done.stdout)
@@ -61,12 +63,13 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
     return cache, archives[0].read_bytes()
 
 
-def _install(cache: Path, data: bytes, tmp: Path) -> Path:
-    """A copy of the recorded cache holding ``data`` as its archive."""
+def _install(cache: Path, data: bytes, tmp: Path, noted: int | None = None) -> Path:
+    """A copy of the recorded cache holding ``data`` as its archive, noted as ``noted`` bytes (default: its length)."""
     target = tmp / "cache"
     (target / "jvm").mkdir(parents=True)
     name = next((cache / "jvm").glob("driver-*.jsa")).name
     (target / "jvm" / name).write_bytes(data)
+    (target / "jvm" / f"{name}.size").write_text(f"{len(data) if noted is None else noted}\n")
     return target / "jvm" / name
 
 
@@ -86,8 +89,20 @@ def test_turned_off_session_runs_without(recorded: tuple[Path, bytes]) -> None:
     assert list((cache / "jvm").glob("driver-*.jsa")), "turning it off does not remove it"
 
 
-def test_archive_cut_short_is_removed_and_session_starts_without(recorded: tuple[Path, bytes], tmp_path: Path) -> None:
+def test_archive_cut_short_is_removed_unmapped(recorded: tuple[Path, bytes], tmp_path: Path) -> None:
     cache, data = recorded
+    archive = _install(cache, data[: len(data) // 2], tmp_path, noted=len(data))
+    seen = _session(archive.parent.parent)
+    assert seen["count"] == 5
+    assert not [a for a in seen["jvm_args"] if "SharedArchiveFile" in a]
+    assert not archive.exists() and not archive.with_name(archive.name + ".size").exists()
+    assert not list(archive.parent.parent.glob("hs_err*")), "the JVM was started on it"
+
+
+def test_archive_jvm_cannot_start_with_is_removed_and_session_starts_without(
+        recorded: tuple[Path, bytes], tmp_path: Path) -> None:
+    cache, data = recorded
+    # its noted length agrees, so the JVM is started on it: HotSpot dies mapping it (SIGBUS)
     archive = _install(cache, data[: len(data) // 2], tmp_path)
     seen = _session(archive.parent.parent)
     assert seen["count"] == 5
@@ -117,7 +132,13 @@ def test_options_follow_the_cache_and_the_switch(monkeypatch: pytest.MonkeyPatch
     assert path is not None and path.parent == tmp_path / "jvm"
     path.parent.mkdir()
     path.write_bytes(b"x")
+    path.with_name(path.name + ".size").write_text("1\n")
     options, archive = classarchive.session_options()
     assert archive == path and f"-XX:SharedArchiveFile={path}" in options
+    path.write_bytes(b"xy")  # not the length noted when it was installed: removed, not mapped
+    assert classarchive.session_options() == (classarchive.DRIVER_OPTIONS, None)
+    assert not path.exists()
+    path.write_bytes(b"x")
+    path.with_name(path.name + ".size").write_text("1\n")
     monkeypatch.setenv(classarchive.ENV, "0")
     assert classarchive.session_options() == (classarchive.DRIVER_OPTIONS, None)

@@ -18,9 +18,11 @@ What keeps this safe:
   itself also checks an archive against its own build and class path and ignores one that does not
   match (``-Xshare:auto``, the default), silently (``-Xlog:cds=off``).
 * The archive is written under a temporary name by a JVM that has exited, then checked by starting
-  a driver on it and counting the classes it loaded from it, and only then renamed into place.
-* A file cut short or overwritten later can stop the JVM from starting: a session that does not
-  start with the archive removes it and starts again without it.
+  a driver on it and counting the classes it loaded from it, and only then renamed into place,
+  its length noted beside it (``<archive>.size``).
+* HotSpot maps an archive without checking its length (a file cut short crashes the JVM as it
+  starts, with SIGBUS): a session maps it only while its length is the one noted, else removes it;
+  and a session that does not start with it all the same removes it and starts again without it.
 * ``WORKBENCH_CLASS_ARCHIVE=0`` turns it off; settings that name ``spark.driver.extraJavaOptions``
   themselves get exactly what they name.
 """
@@ -91,12 +93,28 @@ def session_options() -> tuple[str, Path | None]:
     path = archive_path() if enabled() else None
     if path is None or not path.is_file():
         return DRIVER_OPTIONS, None
+    if path.stat().st_size != _recorded_size(path):
+        discard(path)  # cut short (HotSpot maps it without checking its length: SIGBUS) or rewritten
+        return DRIVER_OPTIONS, None
     return f"{DRIVER_OPTIONS} -XX:SharedArchiveFile={path} {_QUIET}", path
 
 
+def _size_file(path: Path) -> Path:
+    return path.with_name(path.name + ".size")
+
+
+def _recorded_size(path: Path) -> int | None:
+    """The archive's length when it was checked and installed (``<archive>.size``)."""
+    try:
+        return int(_size_file(path).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
 def discard(path: Path) -> None:
-    """Remove an archive a JVM could not start with."""
+    """Remove an archive a JVM could not start with, or that is not as it was installed."""
     path.unlink(missing_ok=True)
+    _size_file(path).unlink(missing_ok=True)
 
 
 def _stop_driver_jvm(spark: Any, timeout: float) -> None:
@@ -186,6 +204,7 @@ def record(workload: Callable[[Any], Any], *, report: Callable[[str], None] | No
         if count < MIN_SHARED_CLASSES:
             say(f"class archive: a session loaded {count} classes from it; not kept")
             return None
+        _size_file(target).write_text(f"{partial.stat().st_size}\n")
         partial.replace(target)
         say(f"class archive: {target} ({target.stat().st_size / 2**20:.0f} MiB, {count} classes), "
             f"{time.perf_counter() - t:.1f} s")
