@@ -27,8 +27,8 @@ spark.stop()
 """
 
 _RECORD = """
-from workbench import classarchive
-print(classarchive.record(lambda spark: spark.range(1000).selectExpr("sum(id)").collect(), report=print))
+from workbench.kernels import record_class_archive
+print(record_class_archive(lambda spark: spark.range(1000).selectExpr("sum(id)").collect(), report=print))
 """
 
 

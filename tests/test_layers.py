@@ -2,7 +2,7 @@
 
 Layers, bottom first (``../shared/DESIGN.md``, ``ARCHITECTURE.md``)::
 
-    errors -> formats -> bundle -> spark (and session) -> analysis -> widgets -> application
+    errors -> formats -> bundle -> spark (and session, classarchive) -> analysis -> widgets -> application
     (report, inspect, dump, demo, cli, the package face ``workbench/__init__.py``)
 
 Every ``import`` counts, at module level or inside a function (a lazy import is still a
@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "workbench.bundle": 2,
     "workbench.spark": 3,
     "workbench.session": 3,
+    "workbench.classarchive": 3,  # the session's JVM options; recording an archive is kernels' (layer 6)
     "workbench.analysis": 4,
     "widgets": 5,
     "workbench": 6,  # the package face and the application modules: report, cli, dump, ...

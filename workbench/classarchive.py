@@ -8,8 +8,9 @@ already parsed and verified, in an archive that later JVMs map from disk (class-
 dynamic archive: ``-XX:ArchiveClassesAtExit``, ``-XX:SharedArchiveFile``, JDK 13 and later).
 
 ``workbench compile`` (run by ``make venv`` and Binder's ``postBuild``) records the archive while
-it runs the demo bundle's decoders and replays (:func:`workbench.kernels.compile_kernels`), into
-``$KAFKA_WORKBENCH_CACHE/jvm/driver-<key>.jsa``; :func:`workbench.session.session` maps it.
+it runs the demo bundle's decoders and replays (:func:`workbench.kernels.record_class_archive`), into
+``$KAFKA_WORKBENCH_CACHE/jvm/driver-<key>.jsa``; :func:`workbench.session.session` maps it. This
+module belongs to the session's layer: it imports nothing of the project.
 
 What keeps this safe:
 
@@ -35,10 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 #: Environment variable: ``0`` keeps sessions off the archive and ``workbench compile`` from recording one.
 ENV = "WORKBENCH_CLASS_ARCHIVE"
@@ -117,25 +115,6 @@ def discard(path: Path) -> None:
     _size_file(path).unlink(missing_ok=True)
 
 
-def _stop_driver_jvm(spark: Any, timeout: float) -> None:
-    """Stop the session and its driver JVM, waiting until that JVM has exited (and so written its archive)."""
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    proc = getattr(gateway, "proc", None)
-    spark.stop()
-    if proc is None:
-        raise RuntimeError("the driver JVM was not started by this process")
-    proc.stdin.close()  # Spark's gateway server exits normally on end of input
-    proc.wait(timeout=timeout)
-    try:
-        gateway.shutdown()
-    except Exception:  # noqa: BLE001 - the JVM is gone; only Python-side sockets remain
-        pass
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-
-
 def shared_classes(archive: Path, *, timeout: float = 300.0) -> int:
     """How many classes a new driver JVM loads from ``archive`` (a session started in a child process).
 
@@ -162,55 +141,12 @@ def shared_classes(archive: Path, *, timeout: float = 300.0) -> int:
             return sum(1 for line in lines if "source: shared objects file (top)" in line)
 
 
-def record(workload: Callable[[Any], Any], *, report: Callable[[str], None] | None = None,
-           timeout: float = 300.0) -> Path | None:
-    """Run ``workload(spark)`` in a new session whose JVM archives the classes it loaded; keep the archive if it works.
+def recording_options(partial: Path) -> str:
+    """The driver's JVM options that write the classes it loaded to ``partial`` as it exits."""
+    return f"{DRIVER_OPTIONS} -XX:ArchiveClassesAtExit={partial} {_QUIET}"
 
-    Must run in a process without a Spark session (the recording JVM is started here and stopped
-    at the end). Returns the installed archive, or None (no Java or Spark found, turned off by
-    ``$WORKBENCH_CLASS_ARCHIVE``, or the archive did not check: the reason goes to ``report``).
-    """
-    from pyspark import SparkContext
 
-    from workbench.session import session
-
-    say = report or (lambda line: None)
-    target = archive_path()
-    if target is None or not enabled():
-        workload(session())
-        return None
-    if SparkContext._active_spark_context is not None:
-        raise RuntimeError("the class archive is recorded by a process's first Spark session")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    partial.unlink(missing_ok=True)
-    t = time.perf_counter()
-    try:
-        spark = session(conf={"spark.driver.extraJavaOptions":
-                              f"{DRIVER_OPTIONS} -XX:ArchiveClassesAtExit={partial} {_QUIET}"})
-    except Exception as exc:  # noqa: BLE001 - a JVM that cannot record: the work is done without
-        say(f"class archive: a JVM recording one did not start ({str(exc)[:300]}); sessions run without")
-        workload(session(conf={"spark.driver.extraJavaOptions": DRIVER_OPTIONS}))
-        return None
-    try:
-        workload(spark)
-    finally:
-        _stop_driver_jvm(spark, timeout)
-    try:
-        if not partial.is_file() or partial.stat().st_size == 0:
-            say("class archive: the JVM wrote none (this JDK cannot record one); sessions run without")
-            return None
-        count = shared_classes(partial, timeout=timeout)
-        if count < MIN_SHARED_CLASSES:
-            say(f"class archive: a session loaded {count} classes from it; not kept")
-            return None
-        _size_file(target).write_text(f"{partial.stat().st_size}\n")
-        partial.replace(target)
-        say(f"class archive: {target} ({target.stat().st_size / 2**20:.0f} MiB, {count} classes), "
-            f"{time.perf_counter() - t:.1f} s")
-        return target
-    except (RuntimeError, subprocess.TimeoutExpired) as exc:
-        say(f"class archive: not kept ({exc})")
-        return None
-    finally:
-        partial.unlink(missing_ok=True)
+def install(partial: Path, target: Path) -> None:
+    """Put a checked archive in place, its length noted beside it."""
+    _size_file(target).write_text(f"{partial.stat().st_size}\n")
+    partial.replace(target)

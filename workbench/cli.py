@@ -60,14 +60,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from workbench import classarchive
-    from workbench.kernels import compile_kernels
+    from workbench.kernels import compile_kernels, record_class_archive
 
     def say(line: str) -> None:
         print(f"workbench compile: {line}", file=sys.stderr)
 
     # the driver JVM's class archive is recorded while the kernels' Spark paths run
-    classarchive.record(lambda spark: compile_kernels(spark, report=say), report=say)
+    record_class_archive(lambda spark: compile_kernels(spark, report=say), report=say)
     return 0
 
 

@@ -15,8 +15,11 @@ Binder's ``postBuild`` and ``workbench compile`` call it.
 from __future__ import annotations
 
 import io
+import os
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -90,3 +93,75 @@ def compile_kernels(spark: Any = None, *, report: Callable[[str], None] | None =
     took["decoders and replays"] = time.perf_counter() - t
     say(f"decoders and replays on the demo bundle: {rows} rows, {took['decoders and replays']:.1f} s")
     return took
+
+
+def _stop_driver_jvm(spark: Any, timeout: float) -> None:
+    """Stop the session and its driver JVM, waiting until that JVM has exited (and so written its archive)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    spark.stop()
+    if proc is None:
+        raise RuntimeError("the driver JVM was not started by this process")
+    proc.stdin.close()  # Spark's gateway server exits normally on end of input
+    proc.wait(timeout=timeout)
+    try:
+        gateway.shutdown()
+    except Exception:  # noqa: BLE001 - the JVM is gone; only Python-side sockets remain
+        pass
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
+def record_class_archive(workload: Callable[[Any], Any], *, report: Callable[[str], None] | None = None,
+           timeout: float = 300.0) -> Path | None:
+    """Run ``workload(spark)`` in a new session whose JVM archives the classes it loaded; keep the archive if it works.
+
+    Must run in a process without a Spark session (the recording JVM is started here and stopped
+    at the end). Returns the installed archive, or None (no Java or Spark found, turned off by
+    ``$WORKBENCH_CLASS_ARCHIVE``, or the archive did not check: the reason goes to ``report``).
+    """
+    from pyspark import SparkContext
+
+    from workbench import classarchive as ca
+    from workbench.session import session
+
+    say = report or (lambda line: None)
+    target = ca.archive_path()
+    if target is None or not ca.enabled():
+        workload(session())
+        return None
+    if SparkContext._active_spark_context is not None:
+        raise RuntimeError("the class archive is recorded by a process's first Spark session")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    t = time.perf_counter()
+    try:
+        spark = session(conf={"spark.driver.extraJavaOptions": ca.recording_options(partial)})
+    except Exception as exc:  # noqa: BLE001 - a JVM that cannot record: the work is done without
+        say(f"class archive: a JVM recording one did not start ({str(exc)[:300]}); sessions run without")
+        workload(session(conf={"spark.driver.extraJavaOptions": ca.DRIVER_OPTIONS}))
+        return None
+    try:
+        workload(spark)
+    finally:
+        _stop_driver_jvm(spark, timeout)
+    try:
+        if not partial.is_file() or partial.stat().st_size == 0:
+            say("class archive: the JVM wrote none (this JDK cannot record one); sessions run without")
+            return None
+        count = ca.shared_classes(partial, timeout=timeout)
+        if count < ca.MIN_SHARED_CLASSES:
+            say(f"class archive: a session loaded {count} classes from it; not kept")
+            return None
+        ca.install(partial, target)
+        say(f"class archive: {target} ({target.stat().st_size / 2**20:.0f} MiB, {count} classes), "
+            f"{time.perf_counter() - t:.1f} s")
+        return target
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        say(f"class archive: not kept ({exc})")
+        return None
+    finally:
+        partial.unlink(missing_ok=True)

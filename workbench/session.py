@@ -6,7 +6,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from workbench import classarchive
+import workbench.classarchive as classarchive
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
