@@ -115,7 +115,7 @@ def _stop_driver_jvm(spark: Any, timeout: float) -> None:
 
 
 def record_class_archive(workload: Callable[[Any], Any], *, report: Callable[[str], None] | None = None,
-           timeout: float = 300.0) -> Path | None:
+                         timeout: float = 300.0) -> Path | None:
     """Run ``workload(spark)`` in a new session whose JVM archives the classes it loaded; keep the archive if it works.
 
     Must run in a process without a Spark session (the recording JVM is started here and stopped
