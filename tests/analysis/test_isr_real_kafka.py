@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pyspark.testing import assertDataFrameEqual
 
 import workbench
 from tests.kafka_bundles import dump_entries
@@ -192,3 +193,27 @@ def test_the_clean_stop_at_the_end_is_one_info_finding(analysed):
     # without the stops, the same shutdown is a critical finding per leaderless partition
     bare = isr.findings(isr.states_for(tables, {})).toPandas()
     assert len(bare[(bare.kind == "offline") & (bare.start.map(ms) >= min(downs))]) == leaderless
+
+
+def test_one_replica_kept_as_parquet_is_replayed_from_its_files_as_the_reference(analysed, spark, tmp_path):
+    """The scenario's most complete replica of ``__cluster_metadata`` alone in a bundle, read as a
+    Parquet copy: its replay by tasks reading the copy's files (Kafka's own topic, partition,
+    partition-change and config records), with the summary and the count's steps computed as the
+    intervals are written, gives the reference replay's states, counts and summary."""
+    import shutil
+
+    path, _manifest, _states, _counts, tables = analysed
+    logs = max((d for d in (path / "nodes").glob("*/logs") if (d / "__cluster_metadata-0").is_dir()),
+               key=lambda d: sum(f.stat().st_size for f in (d / "__cluster_metadata-0").glob("*.log")))
+    target = tmp_path / "nodes" / logs.parent.name / "logs"
+    shutil.copytree(logs / "__cluster_metadata-0", target / "__cluster_metadata-0")
+    shutil.copy(logs / "meta.properties", target / "meta.properties")
+    one = workbench.load(workbench.open_bundle(tmp_path), spark, materialize_bytes=0)
+    static = isr.static_min_isr(tables, {})
+    states = isr.partition_states(one.metadata, static_min_isr=static)
+    assert isr._FOLLOWED.get(states) is not None  # the copy's own replay ran
+    reference = isr.partition_states(one.metadata, static_min_isr=static, compiled=False)
+    assert reference.where("under_min_isr").count() > 0
+    assertDataFrameEqual(states, reference)
+    assertDataFrameEqual(isr.under_min_isr_counts(states), isr.under_min_isr_counts(reference, compiled=False))
+    assertDataFrameEqual(isr.partition_summary(states), isr.partition_summary(reference, compiled=False))

@@ -77,6 +77,25 @@ def test_a_large_metadata_log_read_through_parquet_is_the_same_table(spark, tmp_
     assertDataFrameEqual(isr.partition_states(written.metadata), isr.partition_states(cached))
 
 
+def test_a_replay_of_the_parquet_copy_equals_the_reference_replay(spark, tmp_path):
+    """A metadata table kept as a Parquet copy is replayed by tasks reading its files themselves,
+    the summary and the count's steps computed as the intervals are written: every frame equals
+    the reference replay's (a Python loop per partition over the same table through Spark)."""
+    synthetic_bundle(tmp_path, 20_000, topics=40, partitions=5)
+    metadata = workbench.load(workbench.open_bundle(tmp_path), spark, materialize_bytes=0).metadata
+    states = isr.partition_states(metadata)
+    assert isr._FOLLOWED.get(states) is not None  # the copy's own replay ran
+    reference = isr.partition_states(metadata, compiled=False)
+    assert reference.count() > 9_000
+    assertDataFrameEqual(states, reference)
+    assertDataFrameEqual(isr.under_min_isr_counts(states), isr.under_min_isr_counts(reference, compiled=False))
+    assertDataFrameEqual(isr.partition_summary(states), isr.partition_summary(reference, compiled=False))
+    # a frame derived from the states is not the replay's: counted and summarised from its rows
+    derived = states.select("*")
+    assert isr._FOLLOWED.get(derived) is None
+    assertDataFrameEqual(isr.partition_summary(derived), isr.partition_summary(reference, compiled=False))
+
+
 def test_a_large_replay_is_kept_as_parquet_one_partition_per_row_group(spark, tmp_path, monkeypatch):
     """A replay past ``materialize_records`` runs at once and its intervals are written by the
     replay tasks as Parquet: the same frames, each partition's intervals inside one row group (so

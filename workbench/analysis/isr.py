@@ -20,6 +20,7 @@ and it is re-evaluated at every config change, so a change mid-stream opens a ne
 from __future__ import annotations
 
 import datetime
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from workbench.analysis.metadata_log import ordered_records
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
 MIN_ISR_CONFIG = "min.insync.replicas"
@@ -77,7 +79,13 @@ def partition_states(metadata: DataFrame, *, static_min_isr: int | Mapping[str |
         :func:`workbench.spark.registry.scratch_root` and read from there (a local scratch
         directory only; else the plan stays lazy): every later question reads them without
         replaying the log again or caching the intervals in Spark's memory. Smaller logs give a
-        lazy plan. 0: always.
+        lazy plan. 0: always. A ``metadata`` table the registry keeps as a local Parquet copy
+        (:func:`workbench.spark.registry.parquet_copy`, logs of 32 MiB and more) holding one
+        replica with nothing to choose or seed is replayed at once whatever its size, by tasks
+        reading the copy's files (:func:`workbench.spark.replay.replay_files`); that replay also
+        walks each partition's intervals for :func:`partition_summary` and sums the steps of
+        :func:`under_min_isr_counts` as it writes them, so both read their results instead of
+        the intervals.
 
     Returns
     -------
@@ -103,6 +111,14 @@ def partition_states(metadata: DataFrame, *, static_min_isr: int | Mapping[str |
         if value < 1:
             raise ValueError(f"static_min_isr must be >= 1, got {value}")
     require_columns(metadata, _NEEDED, "partition_states")
+    if compiled:
+        from workbench.spark.registry import parquet_copy
+
+        directory = parquet_copy(metadata)
+        fast = None if directory is None else _states_from_copy(metadata.sparkSession, directory, statics,
+                                                                 default_static)
+        if fast is not None:
+            return fast
     records = ordered_records(metadata).where(~F.col("is_control"))
     records = records.withColumn("t_us", F.unix_micros("timestamp"))
     # one pass over the log for each cluster's end and the few records every partition needs: topic
@@ -139,6 +155,100 @@ def partition_states(metadata: DataFrame, *, static_min_isr: int | Mapping[str |
     return out
 
 
+def _states_from_copy(spark: Any, directory: str, statics: dict[str | None, int], default_static: int
+                      ) -> DataFrame | None:
+    """:func:`partition_states` of a metadata table read from its Parquet copy (``directory``), the
+    replay's tasks reading the copy's files themselves (:func:`workbench.spark.replay.replay_files`),
+    when :func:`ordered_records` would keep its log records as they are: one cluster, one replica,
+    segments that do not overlap, nothing to seed from a snapshot. Else None (the general path)."""
+    import glob
+    import json
+
+    files = sorted(glob.glob(f"{directory}/*.parquet"))
+    found = [json.loads(r["head"]) for r in spark.range(0, max(len(files), 1), 1, max(len(files), 1))
+             .mapInArrow(_copy_heads(files), "head string").collect()]
+    spans: dict[tuple, list[int]] = {}
+    small: list[dict] = []
+    end = None
+    for one in found:
+        for *key, first, last in one["spans"]:
+            have = spans.setdefault(tuple(key), [first, last])
+            have[0], have[1] = min(have[0], first), max(have[1], last)
+        small.extend(one["small"])
+        end = one["end"] if end is None else end if one["end"] is None else max(end, one["end"])
+    clusters = {key[0] for key in spans}
+    if len(clusters) > 1:
+        return None
+    segments = sorted((first, last, key[1]) for key, (first, last) in spans.items() if key[3] == "segment")
+    if len({node for _f, _l, node in segments}) > 1 or any(
+            b[0] <= a[1] for a, b in zip(segments, segments[1:], strict=False)):
+        return None
+    log_start = segments[0][0] if segments else None
+    if log_start and any(key[3] == "snapshot" and key[4] is not None and key[4] <= log_start for key in spans):
+        return None  # seeded from a snapshot
+    if end is None:
+        return spark.createDataFrame([], STATES_SCHEMA)
+    cluster = next(iter(clusters), None)
+    return _replay_copy(spark, files, cluster, small, end, statics.get(cluster, default_static))
+
+
+def _copy_heads(files: list[str]) -> Any:
+    """The task reading one file of the metadata table's Parquet copy for :func:`_states_from_copy`:
+    its segment and snapshot files' offset spans, its log's last time, and its topic, topic
+    deletion and ``min.insync.replicas`` records (as JSON)."""
+
+    def heads(batches: Any) -> Any:
+        import json
+
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        from workbench.spark.replay import PACK_ROWS
+
+        for ids in batches:
+            for i in ids.column(0).to_pylist():
+                if i >= len(files):
+                    continue
+                spans: dict[tuple, list[int]] = {}
+                small: list[dict] = []
+                end = None
+                reader = pq.ParquetFile(files[i], read_dictionary=_DICTIONARY_COLUMNS)
+                for chunk in reader.iter_batches(batch_size=PACK_ROWS, columns=_HEAD_COLUMNS, use_threads=False):
+                    t = pa.Table.from_batches([chunk])
+                    kept = t.filter(pc.and_(pc.is_null(t.column("_problem_kind")),
+                                            pc.is_in(t.column("file_kind"), pa.array(["segment", "snapshot"]))))
+                    keys = ["cluster_id", "node_id", "path", "file_kind", "file_offset"]
+                    for r in kept.group_by(keys, use_threads=False).aggregate(
+                            [("offset", "min"), ("offset", "max")]).to_pylist():
+                        if r["offset_min"] is None:
+                            continue
+                        have = spans.setdefault(tuple(r[k] for k in keys), [r["offset_min"], r["offset_max"]])
+                        have[0], have[1] = min(have[0], r["offset_min"]), max(have[1], r["offset_max"])
+                    log = t.filter(_log_rows(t))
+                    t_us = log.column("timestamp").cast(pa.int64())
+                    last = pc.max(t_us).as_py()
+                    end = last if end is None else end if last is None else max(end, last)
+                    rtype = log.column("record_type")
+                    config = pc.and_(pc.and_(pc.equal(rtype, "ConfigRecord"),
+                                             pc.equal(log.column("config_name"), MIN_ISR_CONFIG)),
+                                     pc.is_in(log.column("config_resource_type"),
+                                              pa.array([TOPIC_RESOURCE, BROKER_RESOURCE], pa.int32())))
+                    few = pc.or_(pc.is_in(rtype, pa.array(["TopicRecord", "RemoveTopicRecord"])),
+                                 pc.fill_null(config, False))
+                    picked = log.append_column("t_us", t_us).filter(few)
+                    for r in picked.select(["record_type", "offset", "t_us", "topic_id", "topic",
+                                            "config_resource_type", "config_resource_name",
+                                            "config_value"]).to_pylist():
+                        kind = {"TopicRecord": "topic", "RemoveTopicRecord": "removed"}.get(r.pop("record_type"),
+                                                                                              "config")
+                        small.append({"kind": kind, "seq": 0, **r})
+                yield pa.RecordBatch.from_pydict({"head": [json.dumps(
+                    {"spans": [[*k, *v] for k, v in spans.items()], "small": small, "end": end})]})
+
+    return heads
+
+
 def _cluster_states(records: DataFrame, parts: DataFrame, cluster: str | None, head: Any, static_min_isr: int,
                     compiled: bool, several: bool, materialize: bool = False) -> DataFrame:
     """:func:`partition_states` of one cluster (``head``: its log end and its few topic and config records)."""
@@ -163,6 +273,13 @@ def _cluster_states(records: DataFrame, parts: DataFrame, cluster: str | None, h
             return _replay_partition(pdf, config_events, end, static_min_isr)
 
         out = joined.groupBy("topic_id", "partition").applyInPandas(replay, _UDF_SCHEMA)
+    return _as_states(out, cluster)
+
+
+def _as_states(out: DataFrame, cluster: str | None) -> DataFrame:
+    """A replay's output (times in microseconds) as :data:`STATES_SCHEMA` rows of ``cluster``."""
+    from pyspark.sql import functions as F
+
     return (out.withColumn("start", F.timestamp_micros("start"))
             .withColumn("end", F.timestamp_micros("end"))
             .withColumn("cluster_id", F.lit(cluster).cast("string"))
@@ -174,30 +291,130 @@ def _compiled_states(parts: DataFrame, config_events: list[tuple], topics: dict[
                      materialize: bool = False) -> DataFrame:
     """The partition rows replayed by :class:`~workbench.analysis.isr_kernel.IsrReplay` (``materialize``:
     now, into Parquet under the scratch directory, when that is a local one)."""
-    from functools import partial
-
-    from pyspark.sql import functions as F
-
-    from workbench.analysis.isr_kernel import REPLAY_SCHEMA, IsrReplay, TopicInfo, min_isr_configs
+    from workbench.analysis.isr_kernel import REPLAY_SCHEMA
     from workbench.spark.replay import replay_by_key
 
-    rows = parts.select("topic_id", "partition", "offset", "seq", "t_us",
-                        (F.col("record_type") == "PartitionRecord").alias("full"), "leader", "isr", "replicas",
-                        "adding", "elr")
-    configs = min_isr_configs(config_events)
-    factory = partial(IsrReplay, configs, TopicInfo.of(topics, removed, configs), log_end_us, static_min_isr)
+    factory = _replay_factory(config_events, topics, removed, log_end_us, static_min_isr)
     keys, order = ["topic_id", "partition"], ["offset", "seq"]
     if materialize:
-        import uuid
-
-        from workbench.spark.registry import scratch_root
         from workbench.spark.replay import replay_to_parquet
-        from workbench.spark.source import local_path
 
-        directory = local_path(f"{scratch_root()}/isr-states-{uuid.uuid4().hex}")
+        directory = _scratch("isr-states")
         if directory is not None:
-            return replay_to_parquet(rows, keys, order, REPLAY_SCHEMA, factory, directory)
-    return replay_by_key(rows, keys, order, REPLAY_SCHEMA, factory)
+            return replay_to_parquet(_rows_of(parts), keys, order, REPLAY_SCHEMA, factory, directory)
+    return replay_by_key(_rows_of(parts), keys, order, REPLAY_SCHEMA, factory)
+
+
+def _replay_factory(config_events: list[tuple], topics: dict[str, str], removed: dict[str, tuple[int, int]],
+                    log_end_us: int, static_min_isr: int) -> Any:
+    """What makes an :class:`~workbench.analysis.isr_kernel.IsrReplay` in each task (it pickles)."""
+    from functools import partial
+
+    from workbench.analysis.isr_kernel import IsrReplay, TopicInfo, min_isr_configs
+
+    configs = min_isr_configs(config_events)
+    return partial(IsrReplay, configs, TopicInfo.of(topics, removed, configs), log_end_us, static_min_isr)
+
+
+def _scratch(kind: str) -> str | None:
+    """A new directory name under the local scratch directory (None when the scratch is not local)."""
+    import uuid
+
+    from workbench.spark.registry import scratch_root
+    from workbench.spark.source import local_path
+
+    return local_path(f"{scratch_root()}/{kind}-{uuid.uuid4().hex}")
+
+
+#: States :func:`_replay_copy` replayed, with where their followers wrote each partition's summary
+#: and the UnderMinIsr count's steps.
+_FOLLOWED: weakref.WeakKeyDictionary[Any, tuple[str, str]] = weakref.WeakKeyDictionary()
+
+
+def _replay_copy(spark: Any, files: list[str], cluster: str | None, small: list[dict], end: int,
+                 static_min_isr: int) -> DataFrame | None:
+    """The compiled replay of one cluster's partition records read from the metadata table's Parquet
+    copy by the replay's tasks, with :func:`partition_summary`'s and :func:`under_min_isr_counts`'
+    first passes run as its followers (None when the scratch directory is not local)."""
+    from workbench.analysis.isr_kernel import (
+        REPLAY_SCHEMA,
+        STEPS_SCHEMA,
+        SUMMARY_SCHEMA,
+        CountSteps,
+        SummaryReplay,
+        summary_rows,
+    )
+    from workbench.spark.replay import Follower, mark_clustered, replay_files
+
+    directory = _scratch("isr-states")
+    if directory is None:
+        return None
+    few = sorted(small, key=lambda r: (r["offset"], r["seq"]))
+    config_events = [(r["offset"], r["seq"], r["t_us"], r["config_resource_type"], r["config_resource_name"],
+                      r["config_value"]) for r in few if r["kind"] == "config"]
+    topics = {r["topic_id"]: r["topic"] for r in few if r["kind"] == "topic"}
+    removed = {r["topic_id"]: (r["t_us"], r["offset"]) for r in few if r["kind"] == "removed"}
+    factory = _replay_factory(config_events, topics, removed, end, static_min_isr)
+    keys = ["topic_id", "partition"]
+    summary, steps = f"{directory}-summary", f"{directory}-steps"
+    followers = [Follower(tuple(keys), SummaryReplay, SUMMARY_SCHEMA, summary, summary_rows),
+                 Follower((), CountSteps, STEPS_SCHEMA, steps)]
+    out = replay_files(spark, files, _COPY_COLUMNS, _replay_rows, _ROWS_DDL, keys, ["offset", "seq"], REPLAY_SCHEMA,
+                       factory, directory, followers=followers, read_dictionary=_DICTIONARY_COLUMNS)
+    states = mark_clustered(_as_states(out, cluster), keys, ["start", "start_offset"])
+    _FOLLOWED[states] = (summary, steps)
+    return states
+
+
+def _rows_of(parts: DataFrame) -> DataFrame:
+    """The replay's input columns (:data:`_ROWS_DDL`) of partition record rows."""
+    from pyspark.sql import functions as F
+
+    return parts.select("topic_id", "partition", "offset", "seq", "t_us",
+                        (F.col("record_type") == "PartitionRecord").alias("full"), "leader", "isr", "replicas",
+                        "adding", "elr")
+
+
+#: The replay's input rows (:func:`_rows_of`, :func:`_replay_rows`).
+_ROWS_DDL = ("topic_id string, partition int, offset long, seq long, t_us long, full boolean, leader int, "
+             "isr array<int>, replicas array<int>, adding array<int>, elr array<int>")
+#: Columns of the metadata table's Parquet copy that :func:`_replay_rows` and :func:`_copy_heads` read.
+_COPY_COLUMNS = ["_problem_kind", "file_kind", "is_control", "record_type", "topic_id", "partition", "offset",
+                 "timestamp", "leader", "isr", "replicas", "adding", "elr"]
+_HEAD_COLUMNS = ["_problem_kind", "cluster_id", "node_id", "path", "file_kind", "file_offset", "offset",
+                 "timestamp", "is_control", "record_type", "topic_id", "topic", "config_resource_type",
+                 "config_resource_name", "config_name", "config_value"]
+_PART_TYPES = ("PartitionRecord", "PartitionChangeRecord")
+#: String columns of few values that the copy's readers only compare: read as dictionary arrays
+#: (decoding a file path into a string per row cost more than the rest of the pass).
+_DICTIONARY_COLUMNS = ["_problem_kind", "cluster_id", "path", "file_kind", "record_type", "config_name"]
+
+
+def _log_rows(table: pa.Table) -> Any:
+    """The mask of a Parquet-copy chunk's rows :func:`ordered_records` keeps from a single replica
+    with nothing to seed: readable log records, not control records."""
+    import pyarrow.compute as pc
+
+    return pc.and_(pc.and_(pc.is_null(table.column("_problem_kind")), pc.equal(table.column("file_kind"), "segment")),
+                   pc.invert(table.column("is_control")))
+
+
+def _replay_rows(table: pa.Table) -> pa.Table:
+    """A chunk of the metadata table's Parquet copy as the replay's rows (:data:`_ROWS_DDL`), as
+    :func:`partition_states` selects them from :func:`ordered_records` (the copy's single replica
+    needing no choice and no seed)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keep = pc.and_(_log_rows(table), pc.is_in(table.column("record_type"), pa.array(_PART_TYPES)))
+    keep = pc.and_(keep, pc.and_(pc.is_valid(table.column("topic_id")), pc.is_valid(table.column("partition"))))
+    t = table.filter(keep)
+    return pa.table({
+        "topic_id": t.column("topic_id"), "partition": t.column("partition"), "offset": t.column("offset"),
+        "seq": pa.repeat(pa.scalar(0, pa.int64()), t.num_rows), "t_us": t.column("timestamp").cast(pa.int64()),
+        "full": pc.equal(t.column("record_type"), "PartitionRecord"), "leader": t.column("leader"),
+        "isr": t.column("isr"), "replicas": t.column("replicas"), "adding": t.column("adding"), "elr": t.column("elr"),
+    })
 
 
 def _effective_min_isr(topic_cfg: int | None, broker_cfg: dict[str, int], cluster_cfg: int | None,
@@ -403,16 +620,24 @@ def _compiled_counts(states: DataFrame) -> DataFrame:
     spark = states.sparkSession
     if log_end is None:
         return spark.createDataFrame([], "broker int, time timestamp, count int")
-    led = states.where(F.col("leader") >= 0).select(F.col("leader").alias("broker"), "start", "end", "under_min_isr",
-                                                    "end_reason")
-    under = led.where(F.col("under_min_isr"))
-    opens = under.select("broker", F.unix_micros("start").alias("time"), F.lit(1).alias("delta"))
-    closes = (under.where(F.col("end_reason") != "log_end")
-              .select("broker", F.unix_micros("end").alias("time"), F.lit(-1).alias("delta")))
-    # a broker's series starts where it first leads a partition, whatever that partition's state
-    first = led.groupBy("broker").agg(F.min(F.unix_micros("start")).alias("time")).select(
-        "broker", "time", F.lit(0).alias("delta"))
-    steps = opens.unionByName(closes).unionByName(first)
+    followed = _FOLLOWED.get(states)
+    if followed is not None:  # the steps, summed as the replay wrote the intervals
+        from workbench.analysis.isr_kernel import STEPS_SCHEMA
+
+        # each task summed its own; summed again across tasks in Spark, the replay sorts far fewer
+        steps = (spark.read.schema(STEPS_SCHEMA).parquet(followed[1]).groupBy("broker", "time")
+                 .agg(F.sum("delta").alias("delta")))
+    else:
+        led = states.where(F.col("leader") >= 0).select(F.col("leader").alias("broker"), "start", "end",
+                                                        "under_min_isr", "end_reason")
+        under = led.where(F.col("under_min_isr"))
+        opens = under.select("broker", F.unix_micros("start").alias("time"), F.lit(1).alias("delta"))
+        closes = (under.where(F.col("end_reason") != "log_end")
+                  .select("broker", F.unix_micros("end").alias("time"), F.lit(-1).alias("delta")))
+        # a broker's series starts where it first leads a partition, whatever that partition's state
+        first = led.groupBy("broker").agg(F.min(F.unix_micros("start")).alias("time")).select(
+            "broker", "time", F.lit(0).alias("delta"))
+        steps = opens.unionByName(closes).unionByName(first)
     out = replay_by_key(steps, ["broker"], ["time"], COUNTS_SCHEMA, partial(CountsReplay, log_end))
     return out.select("broker", F.timestamp_micros("time").alias("time"), "count")
 
@@ -448,7 +673,10 @@ def partition_summary(states: DataFrame, *, compiled: bool = True) -> DataFrame:
                              F.unix_micros("end").alias("end"), "start_offset", F.size("isr").alias("isr_size"),
                              "min_isr", "under_min_isr", "under_replicated", "offline")
         keys, order = ["topic_id", "partition"], ["start", "start_offset"]
-        if is_clustered(states, keys, order):  # partition_states' own output: each partition's rows together
+        followed = _FOLLOWED.get(states)
+        if followed is not None:  # walked as the replay wrote the intervals
+            out = states.sparkSession.read.schema(SUMMARY_SCHEMA).parquet(followed[0])
+        elif is_clustered(states, keys, order):  # partition_states' own output: each partition's rows together
             out = replay_clustered(rows, keys, SUMMARY_SCHEMA, SummaryReplay)
         else:
             out = replay_by_key(rows, keys, order, SUMMARY_SCHEMA, SummaryReplay)

@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
-__all__ = ["COUNTS_SCHEMA", "CountsReplay", "IsrReplay", "MinIsrConfigs", "REPLAY_SCHEMA", "SUMMARY_SCHEMA",
-           "SummaryReplay", "TopicInfo", "min_isr_configs"]
+__all__ = ["COUNTS_SCHEMA", "CountSteps", "CountsReplay", "IsrReplay", "MinIsrConfigs", "REPLAY_SCHEMA",
+           "STEPS_SCHEMA", "SUMMARY_SCHEMA", "SummaryReplay", "TopicInfo", "min_isr_configs", "summary_rows"]
 
 REPLAY_SCHEMA = (
     "topic string, topic_id string, partition int, start long, end long, start_offset long, "
@@ -688,6 +688,73 @@ class CountsReplay:
         """Close the last broker."""
         empty = np.zeros(0, np.int64)
         return self._assemble(empty, _counts(self.st, np.zeros(0, np.bool_), empty, empty, True))
+
+
+class CountSteps:
+    """The steps :class:`CountsReplay` takes, from the intervals of one task of :class:`IsrReplay`.
+
+    A :class:`~workbench.spark.replay.Follower` of the ISR replay (it sees each task's intervals
+    as they are produced, in any order of partitions): +1 at the start of each under-min-ISR
+    interval of a leader broker, -1 at its end (unless the log ended it), 0 at the earliest start
+    of each leader broker's intervals; summed per ``(broker, time)`` as they come, so a task keeps
+    about one row per broker and distinct time, not one per interval. Output
+    (:data:`STEPS_SCHEMA`): the summed steps, at :meth:`finish`.
+    """
+
+    #: Held step rows past which they are summed again.
+    COMPACT_ROWS = 1 << 20
+
+    def __init__(self) -> None:
+        self.held: list[pa.Table] = []
+        self.rows = 0
+        self.schema = pa.schema([("broker", pa.int32()), ("time", pa.int64()), ("delta", pa.int64())])
+
+    def _summed(self) -> pa.Table:
+        table = pa.concat_tables(self.held) if self.held else self.schema.empty_table()
+        summed = table.group_by(["broker", "time"], use_threads=False).aggregate([("delta", "sum")])
+        return summed.rename_columns(["broker", "time", "delta"]).select(self.schema.names).cast(self.schema)
+
+    def step(self, batch: pa.RecordBatch, starts: np.ndarray) -> None:
+        """Take one batch of intervals (``leader, start, end, under_min_isr, end_reason``)."""
+        leader = pc.fill_null(batch.column("leader"), -1).to_numpy(zero_copy_only=False).astype(np.int32)
+        start = batch.column("start").to_numpy(zero_copy_only=False).astype(np.int64)
+        end = batch.column("end").to_numpy(zero_copy_only=False).astype(np.int64)
+        under = pc.fill_null(batch.column("under_min_isr"), False).to_numpy(zero_copy_only=False)
+        logged = pc.fill_null(pc.equal(batch.column("end_reason"), "log_end"), False).to_numpy(zero_copy_only=False)
+        led = leader >= 0
+        opens = led & under
+        closes = opens & ~logged
+        brokers, where = np.unique(leader[led], return_inverse=True)
+        first = np.full(brokers.size, np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(first, where, start[led])
+        parts = [(leader[opens], start[opens], 1), (leader[closes], end[closes], -1), (brokers, first, 0)]
+        self.held.append(pa.table({
+            "broker": pa.array(np.concatenate([p[0] for p in parts]).astype(np.int32)),
+            "time": pa.array(np.concatenate([p[1] for p in parts])),
+            "delta": pa.array(np.concatenate([np.full(p[0].size, p[2], np.int64) for p in parts])),
+        }))
+        self.rows += self.held[-1].num_rows
+        if self.rows >= self.COMPACT_ROWS:
+            self.held = [self._summed()]
+            self.rows = self.held[0].num_rows
+
+    def finish(self) -> pa.RecordBatch | None:
+        """The task's summed steps."""
+        summed = self._summed().combine_chunks().to_batches()
+        return summed[0] if summed else None
+
+
+STEPS_SCHEMA = "broker int, time long, delta long"
+"""Output of :class:`CountSteps` (``time`` in epoch microseconds)."""
+
+
+def summary_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """:class:`SummaryReplay`'s input from a batch of :class:`IsrReplay` output (times in µs)."""
+    names = ["topic_id", "partition", "topic", "start", "end", "start_offset", "min_isr", "under_min_isr",
+             "under_replicated", "offline"]
+    columns = [batch.column(n) for n in names]
+    columns.insert(6, pc.list_value_length(batch.column("isr")).cast(pa.int32()))
+    return pa.RecordBatch.from_arrays(columns, names=[*names[:6], "isr_size", *names[6:]])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import importlib
 import os
 import pkgutil
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -356,7 +357,27 @@ def read_table(spark: SparkSession, bundle: Bundle, spec: TableSpec, artifacts: 
         F.col("_problem_node").alias("node_id"), F.col("_problem_path").alias("path"),
         F.col("_problem_position").alias("position"), F.col("_problem_kind").alias("kind"),
         F.col("_problem_detail").alias("detail"))
+    if scratch is not None and local_path(scratch) is not None:
+        _COPIES[rows] = local_path(scratch)
     return Built(rows, problems, raw if persist and scratch is None else None, scratch)
+
+
+#: Table DataFrames read from a local Parquet copy (:func:`read_table`), with its directory.
+_COPIES: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def parquet_copy(df: DataFrame) -> str | None:
+    """The local directory of the Parquet copy ``df`` is read from, when ``df`` is exactly a
+    table :func:`read_table` wrote as one (else None, also for anything derived from it).
+
+    Its ``*.parquet`` files hold the source's schema, problem rows included (``_problem_kind``
+    not null), one file per input partition of the source; a replay may read them itself
+    (:func:`workbench.spark.replay.replay_files`) rather than through Spark. The mark belongs to
+    the DataFrame object, as :func:`workbench.spark.replay.mark_clustered`'s does: a filter or
+    projection of the table is not marked.
+    """
+    directory = _COPIES.get(df)
+    return directory if directory is not None and os.path.isdir(directory) else None
 
 
 class Tables(Mapping[str, "DataFrame"]):
