@@ -255,12 +255,8 @@ def _cluster_states(records: DataFrame, parts: DataFrame, cluster: str | None, h
     from pyspark.sql import functions as F
 
     end = head["end"]
-    few = sorted(head["small"], key=lambda r: (r["offset"], r["seq"]))
-    config_events = [(r["offset"], r["seq"], r["t_us"], r["config_resource_type"], r["config_resource_name"],
-                      r["config_value"]) for r in few if r["kind"] == "config"]
+    config_events, topics, removed = _few_records(head["small"])
     if compiled:
-        topics = {r["topic_id"]: r["topic"] for r in few if r["kind"] == "topic"}
-        removed = {r["topic_id"]: (r["t_us"], r["offset"]) for r in few if r["kind"] == "removed"}
         out = _compiled_states(parts, config_events, topics, removed, end, static_min_isr, materialize)
     else:
         mine = records if not several else records.where(F.col("cluster_id").eqNullSafe(F.lit(cluster).cast("string")))
@@ -274,6 +270,18 @@ def _cluster_states(records: DataFrame, parts: DataFrame, cluster: str | None, h
 
         out = joined.groupBy("topic_id", "partition").applyInPandas(replay, _UDF_SCHEMA)
     return _as_states(out, cluster)
+
+
+def _few_records(small: list[Any]) -> tuple[list[tuple], dict[str, str], dict[str, tuple[int, int]]]:
+    """A cluster's few topic, deletion and ``min.insync.replicas`` records (``kind``, ``offset``,
+    ``seq``, ``t_us``, ...), in log order, as the replay takes them: config events, topic names by
+    id, and each deleted topic's time and offset."""
+    few = sorted(small, key=lambda r: (r["offset"], r["seq"]))
+    config_events = [(r["offset"], r["seq"], r["t_us"], r["config_resource_type"], r["config_resource_name"],
+                      r["config_value"]) for r in few if r["kind"] == "config"]
+    topics = {r["topic_id"]: r["topic"] for r in few if r["kind"] == "topic"}
+    removed = {r["topic_id"]: (r["t_us"], r["offset"]) for r in few if r["kind"] == "removed"}
+    return config_events, topics, removed
 
 
 def _as_states(out: DataFrame, cluster: str | None) -> DataFrame:
@@ -349,12 +357,7 @@ def _replay_copy(spark: Any, files: list[str], cluster: str | None, small: list[
     directory = _scratch("isr-states")
     if directory is None:
         return None
-    few = sorted(small, key=lambda r: (r["offset"], r["seq"]))
-    config_events = [(r["offset"], r["seq"], r["t_us"], r["config_resource_type"], r["config_resource_name"],
-                      r["config_value"]) for r in few if r["kind"] == "config"]
-    topics = {r["topic_id"]: r["topic"] for r in few if r["kind"] == "topic"}
-    removed = {r["topic_id"]: (r["t_us"], r["offset"]) for r in few if r["kind"] == "removed"}
-    factory = _replay_factory(config_events, topics, removed, end, static_min_isr)
+    factory = _replay_factory(*_few_records(small), end, static_min_isr)
     keys = ["topic_id", "partition"]
     summary, steps = f"{directory}-summary", f"{directory}-steps"
     followers = [Follower(tuple(keys), SummaryReplay, SUMMARY_SCHEMA, summary, summary_rows),
