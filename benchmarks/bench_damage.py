@@ -37,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import workbench.formats.batch as batch_module  # noqa: E402
+from peer.damage import crafted  # noqa: E402
 from workbench.formats.batch import Record, encode_batch, read_batches  # noqa: E402
 from workbench.formats.problems import ProblemLog  # noqa: E402
 
@@ -83,18 +84,6 @@ def timed_read(data: bytes, repeat: int) -> tuple[float, int, int, int]:
         finally:
             batch_module._crc32c, batch_module._crc32 = crc32c_real, crc32_real
     return best, len(batches), len(log.problems), counted[0]
-
-
-def crafted(cycles: int, data: bytes, at: int) -> bytes:
-    """``cycles`` cycles of (unknown-magic header, plausible 128 MiB header, filler) inside ``data`` at ``at``."""
-    import struct
-
-    real = encode_batch([Record(0, 1_700_000_000_000, b"k", b"v" * 40, [])], base_offset=0)
-    unknown = real[:16] + b"\x07" + real[17:61]  # magic 7: no such format
-    claims = real[:8] + struct.pack(">i", (128 << 20) - 12) + real[12:61]  # 128 MiB that is not there
-    cycle = unknown + claims
-    cycle += bytes(150 - len(cycle))
-    return data[:at] + cycle * cycles + data[at:]
 
 
 def timed_scan(data: bytes, repeat: int) -> tuple[float, int, int]:

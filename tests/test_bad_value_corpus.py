@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.bad_value_corpus import corpus, run_corpus, sample
+from peer.corpus import corpus, run_corpus, sample
 from workbench.errors import ConfigError
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -190,7 +190,7 @@ def _through_the_report(chosen: list, kafka_bundle, tmp_path) -> None:
     import sys
     import time
 
-    from benchmarks.bad_value_corpus import run_reports
+    from peer.corpus import run_reports
 
     def progress(r):
         print(f"{'ok' if r['ok'] else 'FAIL'} {r['seconds']}s {r['rss_mb']} MiB {r['id']} {r['reasons']}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 
-from benchmarks.bad_value_corpus import _record_spans, _value_edit
+from peer.corpus import _record_spans, _value_edit
 from workbench.formats.batch import encode_batch, read_batches
 
 

@@ -1,21 +1,17 @@
-"""The synthetic metadata log of ``benchmarks/synthetic_metadata.py``: seeded, as described, and
+"""The synthetic metadata log of ``peer/synthetic.py``: seeded, as described, and
 read by Kafka's dump tool exactly as by ours."""
 
 from __future__ import annotations
 
 import io
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-from synthetic_metadata import write_synthetic_metadata_log  # noqa: E402
-
-from workbench.formats.batch import read_batches  # noqa: E402
-from workbench.formats.metadata import decode_metadata_record  # noqa: E402
+from peer.synthetic import write_synthetic_metadata_log
+from workbench.formats.batch import read_batches
+from workbench.formats.metadata import decode_metadata_record
 
 
 def _log(tmp_path: Path, name: str, records: int, seed: int) -> tuple[Path, dict]:

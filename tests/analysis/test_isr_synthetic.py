@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 import workbench
-from benchmarks.synthetic_metadata import write_synthetic_metadata_log
+from peer.synthetic import write_synthetic_metadata_log
 from workbench.analysis import isr
 
 pytestmark = pytest.mark.spark

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.bench_damage import crafted
+from peer.damage import crafted
 from workbench.errors import CorruptDataError
 from workbench.formats.batch import Batch, Record, encode_batch, read_batches
 from workbench.formats.problems import Problem, ProblemLog
