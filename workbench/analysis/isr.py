@@ -460,23 +460,29 @@ def _config_int(value: str | None) -> int | None:
 
 def _replay_partition(pdf: pd.DataFrame, config_events: list[tuple], log_end_us: int,
                       static_min_isr: int) -> pd.DataFrame:
-    """Walk one partition's records and the min ISR config changes in log order."""
+    """Walk one partition's records and the min ISR config changes in log order.
+
+    Nulls as the compiled replay takes them (:mod:`workbench.analysis.isr_kernel`): a record
+    without an offset is skipped; an event without a time takes the partition's latest known time,
+    or, before it has one, changes the state without opening an interval.
+    """
     import pandas as pd
 
     pdf = pdf.sort_values(["offset", "seq"], kind="stable")
     first = pdf.iloc[0]
     topic = first["topic"] if isinstance(first["topic"], str) else None
     topic_id, partition = first["topic_id"], int(first["partition"])
-    deleted_us = None if pd.isna(first["deleted_us"]) else int(first["deleted_us"])
     deleted_offset = None if pd.isna(first["deleted_offset"]) else int(first["deleted_offset"])
+    deleted_us = None if pd.isna(first["deleted_us"]) or deleted_offset is None else int(first["deleted_us"])
+    pdf = pdf[pdf["offset"].notna()]
 
     # one merged event stream: ("p", row) for partition records, ("c", event) for config changes
     events: list[tuple[int, int, str, object]] = [
-        (int(r.offset), int(r.seq), "p", r) for r in pdf.itertuples(index=False)
+        (int(r.offset), 0 if pd.isna(r.seq) else int(r.seq), "p", r) for r in pdf.itertuples(index=False)
     ]
     for ev in config_events:
         offset, seq, _t, rtype, rname, _v = ev
-        if rtype == TOPIC_RESOURCE and rname != topic:
+        if offset is None or (rtype == TOPIC_RESOURCE and rname != topic):
             continue
         events.append((int(offset), int(seq), "c", ev))
     events.sort(key=lambda e: (e[0], e[1], 0 if e[2] == "c" else 1))
@@ -488,6 +494,7 @@ def _replay_partition(pdf: pd.DataFrame, config_events: list[tuple], log_end_us:
     exists = False
     rows: list[dict] = []
     current: dict | None = None
+    last_known: int | None = None  # the partition's latest known time
 
     def close(at_us: int, reason: str) -> None:
         if current is not None:
@@ -513,7 +520,7 @@ def _replay_partition(pdf: pd.DataFrame, config_events: list[tuple], log_end_us:
                 continue
         else:
             r = payload
-            t_us = int(r.t_us)  # type: ignore[attr-defined]
+            t_us = None if pd.isna(r.t_us) else int(r.t_us)  # type: ignore[attr-defined]
             full = r.record_type == "PartitionRecord"  # type: ignore[attr-defined]
             new_leader = r.leader  # type: ignore[attr-defined]
             if full:
@@ -539,6 +546,12 @@ def _replay_partition(pdf: pd.DataFrame, config_events: list[tuple], log_end_us:
                             adding = value
                         else:
                             elr = value
+        if t_us is None:
+            t_us = last_known
+            if t_us is None:
+                continue  # the state shows from the partition's next event with a known time
+        else:
+            last_known = int(t_us)
         min_isr = _effective_min_isr(topic_cfg, broker_cfg, cluster_cfg, leader, static_min_isr)
         isr_list = isr or []
         rf = len([b for b in (replicas or []) if b not in adding])
@@ -557,8 +570,9 @@ def _replay_partition(pdf: pd.DataFrame, config_events: list[tuple], log_end_us:
             "under_replicated": under_rep, "under_min_isr": under_min, "at_min_isr": at_min,
             "offline": offline, "state": _state_label(offline, under_min, at_min, under_rep),
         }
-    if deleted_us is not None:
-        close(deleted_us, "topic_deleted")
+    if deleted_offset is not None:
+        if current is not None:  # an open interval had a known start: a deletion of unknown time ends it there
+            close(deleted_us if deleted_us is not None else last_known, "topic_deleted")
     else:
         close(log_end_us, "log_end")
     columns = [c.split()[0] for c in _UDF_SCHEMA.split(", ")]

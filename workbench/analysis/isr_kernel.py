@@ -14,6 +14,12 @@ An interval is emitted when it closes (its end is the time of the next visible c
 topic's deletion, or the end of the log), with the state it had: leader, ISR, replicas, ELR and
 effective ``min.insync.replicas``, and the number of replicas not being added (for
 ``under_replicated``).
+
+A time, offset or id the metadata table holds as null (a value its reader refused, with the
+problem that says so) is never fatal: a row without an offset cannot be placed and is skipped; an
+event without a time (a record, a config change, a topic's deletion) takes the partition's latest
+earlier known time, or, before the partition has one, changes the state without opening an
+interval (the state shows from its next event with a known time).
 """
 
 from __future__ import annotations
@@ -53,12 +59,14 @@ class MinIsrConfigs:
 
     ``kind`` is 0 (topic: ``target`` indexes ``topics``), 1 (broker: ``target`` indexes
     ``brokers``) or 2 (the cluster-wide default); ``valid`` is 0 where the config was deleted or
-    its value is not an integer (it then no longer applies).
+    its value is not an integer (it then no longer applies); ``t_valid`` is 0 where the change's
+    time is unknown (``t_us`` 0).
     """
 
     offset: np.ndarray
     seq: np.ndarray
     t_us: np.ndarray
+    t_valid: np.ndarray
     kind: np.ndarray
     target: np.ndarray
     value: np.ndarray
@@ -96,7 +104,8 @@ def min_isr_configs(events: list[tuple]) -> MinIsrConfigs:
     """Arrays of ``(offset, seq, t_us, resource_type, resource_name, value)`` config changes.
 
     ``events`` must be in replay order (offset, seq). Broker-scope changes for a name that is
-    not a broker id (it never matches a leader) are left out.
+    not a broker id (it never matches a leader), and changes whose offset is unknown (None), are
+    left out; an unknown time (None) is kept as such (``t_valid``).
 
     Examples
     --------
@@ -108,6 +117,8 @@ def min_isr_configs(events: list[tuple]) -> MinIsrConfigs:
     topics: dict[str, int] = {}
     brokers: dict[int, int] = {}
     for offset, seq, t_us, rtype, rname, value in events:
+        if offset is None:
+            continue
         parsed = config_int(value)
         if parsed is not None:
             parsed = min(max(parsed, _INT32_MIN), _INT32_MAX)
@@ -120,11 +131,13 @@ def min_isr_configs(events: list[tuple]) -> MinIsrConfigs:
             if broker is None:
                 continue
             kind, target = _BROKER, brokers.setdefault(broker, len(brokers))
-        rows.append((offset, seq, t_us, kind, target, 0 if parsed is None else parsed, parsed is not None))
-    cols = list(zip(*rows, strict=True)) if rows else [()] * 7
+        rows.append((offset, seq or 0, t_us or 0, kind, target, 0 if parsed is None else parsed, parsed is not None,
+                     t_us is not None))
+    cols = list(zip(*rows, strict=True)) if rows else [()] * 8
     return MinIsrConfigs(
         offset=np.array(cols[0], np.int64), seq=np.array(cols[1], np.int64), t_us=np.array(cols[2], np.int64),
-        kind=np.array(cols[3], np.int64), target=np.array(cols[4], np.int64), value=np.array(cols[5], np.int64),
+        t_valid=np.array(cols[7], np.uint8), kind=np.array(cols[3], np.int64), target=np.array(cols[4], np.int64),
+        value=np.array(cols[5], np.int64),
         valid=np.array(cols[6], np.uint8), topics=tuple(topics), brokers=np.array(list(brokers), np.int64))
 
 
@@ -138,10 +151,12 @@ class TopicInfo:
     deleted_valid: np.ndarray
     deleted_offset: np.ndarray
     deleted_us: np.ndarray
+    deleted_t_valid: np.ndarray
 
     @staticmethod
     def of(topics: dict[str, str], removed: dict[str, tuple[int, int]], configs: MinIsrConfigs) -> TopicInfo:
-        """From ``topic id -> name`` and ``topic id -> (deleted µs, deleted offset)``.
+        """From ``topic id -> name`` and ``topic id -> (deleted µs, deleted offset)`` (µs None: unknown;
+        a deletion whose offset is unknown cannot be placed and is left out).
 
         Examples
         --------
@@ -153,12 +168,13 @@ class TopicInfo:
         names = [topics.get(i) for i in ids]
         position = {name: k for k, name in enumerate(configs.topics)}
         ref = np.array([position.get(n, -1) if n is not None else -1 for n in names], np.int64)
-        gone = [removed.get(i) for i in ids]
+        gone = [g if g is not None and g[1] is not None else None for g in (removed.get(i) for i in ids)]
         return TopicInfo(
             ids=pa.array(ids, pa.string()), names=pa.array(names, pa.string()), ref=ref,
             deleted_valid=np.array([g is not None for g in gone], np.uint8),
             deleted_offset=np.array([0 if g is None else g[1] for g in gone], np.int64),
-            deleted_us=np.array([0 if g is None else g[0] for g in gone], np.int64))
+            deleted_us=np.array([0 if g is None or g[0] is None else g[0] for g in gone], np.int64),
+            deleted_t_valid=np.array([g is not None and g[0] is not None for g in gone], np.uint8))
 
     def lookup(self, topic_ids: pa.Array) -> np.ndarray:
         """Index of each topic id in :attr:`ids` (-1 when the log has no record of that topic)."""
@@ -172,8 +188,8 @@ class TopicInfo:
 (S_HAS_KEY, S_EXISTS, S_STOPPED, S_LEADER, S_TOPIC_SET, S_TOPIC_CFG, S_CLUSTER_SET, S_CLUSTER_CFG, S_CURSOR,
  S_DEL_VALID, S_DEL_OFFSET, S_DEL_US, S_TOPIC_REF, S_OPEN, S_O_START, S_O_OFFSET, S_O_LEADER, S_O_MIN, S_O_RF,
  S_ELR_NULL, S_O_ELR_NULL, S_N_ISR, S_N_REP, S_N_ADD, S_N_ELR, S_O_N_ISR, S_O_N_REP, S_O_N_ELR, S_LOG_END,
- S_STATIC, S_N_OUT) = range(31)
-_N_STATE = 31
+ S_STATIC, S_N_OUT, S_HAS_T, S_LAST_T, S_DEL_T_VALID) = range(34)
+_N_STATE = 34
 # replica lists of the state: current, and of the open interval
 L_ISR, L_REP, L_ADD, L_ELR, L_O_ISR, L_O_REP, L_O_ELR = range(7)
 # scalar outputs per interval
@@ -294,8 +310,21 @@ def _evaluate(st: np.ndarray, lists: np.ndarray, bcfg: np.ndarray, brokers: np.n
 
 
 @njit(cache=True, nogil=True)
+def _known_time(st: np.ndarray, valid: int, t_us: int) -> tuple:
+    """``(known, time)`` of an event: its own time, else the partition's latest known one, else unknown."""
+    if valid:
+        st[S_HAS_T] = 1
+        st[S_LAST_T] = t_us
+        return True, t_us
+    if st[S_HAS_T]:
+        return True, st[S_LAST_T]
+    return False, 0
+
+
+@njit(cache=True, nogil=True)
 def _configs(st: np.ndarray, lists: np.ndarray, bcfg: np.ndarray, c_off: np.ndarray, c_seq: np.ndarray,
-             c_t: np.ndarray, c_kind: np.ndarray, c_target: np.ndarray, c_value: np.ndarray, c_valid: np.ndarray,
+             c_t: np.ndarray, c_tv: np.ndarray, c_kind: np.ndarray, c_target: np.ndarray, c_value: np.ndarray,
+             c_valid: np.ndarray,
              brokers: np.ndarray, until_off: int, until_seq: int, everything: bool, key_row: int,
              o: np.ndarray, oi: np.ndarray, orep: np.ndarray, oe: np.ndarray, nv: np.ndarray) -> tuple:
     """Apply the config changes up to ``(until_off, until_seq)`` (or all that remain)."""
@@ -321,21 +350,26 @@ def _configs(st: np.ndarray, lists: np.ndarray, bcfg: np.ndarray, c_off: np.ndar
             bcfg[1, c_target[j]] = c_valid[j]
         st[S_CURSOR] = j + 1
         if st[S_EXISTS]:
-            o, oi, orep, oe = _evaluate(st, lists, bcfg, brokers, c_t[j], c_off[j], key_row, o, oi, orep, oe, nv)
+            known, t = _known_time(st, c_tv[j], c_t[j])
+            if known:
+                o, oi, orep, oe = _evaluate(st, lists, bcfg, brokers, t, c_off[j], key_row, o, oi, orep, oe, nv)
     return o, oi, orep, oe
 
 
 @njit(cache=True, nogil=True)
 def _end_key(st: np.ndarray, lists: np.ndarray, bcfg: np.ndarray, c_off: np.ndarray, c_seq: np.ndarray,
-             c_t: np.ndarray, c_kind: np.ndarray, c_target: np.ndarray, c_value: np.ndarray, c_valid: np.ndarray,
+             c_t: np.ndarray, c_tv: np.ndarray, c_kind: np.ndarray, c_target: np.ndarray, c_value: np.ndarray,
+             c_valid: np.ndarray,
              brokers: np.ndarray, key_row: int, o: np.ndarray, oi: np.ndarray, orep: np.ndarray, oe: np.ndarray,
              nv: np.ndarray) -> tuple:
     """The partition's last rows are replayed: the config changes after them, then the final close."""
     if not st[S_STOPPED]:
-        o, oi, orep, oe = _configs(st, lists, bcfg, c_off, c_seq, c_t, c_kind, c_target, c_value, c_valid, brokers,
-                                   0, 0, True, key_row, o, oi, orep, oe, nv)
+        o, oi, orep, oe = _configs(st, lists, bcfg, c_off, c_seq, c_t, c_tv, c_kind, c_target, c_value, c_valid,
+                                   brokers, 0, 0, True, key_row, o, oi, orep, oe, nv)
     if st[S_DEL_VALID]:
-        o, oi, orep, oe = _close(st, lists, st[S_DEL_US], 1, key_row, o, oi, orep, oe, nv)
+        # an open interval has a known start, so a deletion of unknown time ends it at the latest known time
+        end = st[S_DEL_US] if st[S_DEL_T_VALID] else st[S_LAST_T]
+        o, oi, orep, oe = _close(st, lists, end, 1, key_row, o, oi, orep, oe, nv)
     else:
         o, oi, orep, oe = _close(st, lists, st[S_LOG_END], 2, key_row, o, oi, orep, oe, nv)
     st[S_HAS_KEY] = 0
@@ -352,16 +386,17 @@ def _set_list(lists: np.ndarray, k: int, off: np.ndarray, val: np.ndarray, r: in
 
 @njit(cache=True, nogil=True)
 def _replay(st: np.ndarray, lists: np.ndarray, bcfg: np.ndarray, brokers: np.ndarray,
-            c_off: np.ndarray, c_seq: np.ndarray, c_t: np.ndarray, c_kind: np.ndarray, c_target: np.ndarray,
-            c_value: np.ndarray, c_valid: np.ndarray,
-            starts: np.ndarray, offset: np.ndarray, seq: np.ndarray, t_us: np.ndarray, full: np.ndarray,
+            c_off: np.ndarray, c_seq: np.ndarray, c_t: np.ndarray, c_tv: np.ndarray, c_kind: np.ndarray,
+            c_target: np.ndarray, c_value: np.ndarray, c_valid: np.ndarray,
+            starts: np.ndarray, offset: np.ndarray, offset_valid: np.ndarray, seq: np.ndarray, t_us: np.ndarray,
+            t_valid: np.ndarray, full: np.ndarray,
             leader: np.ndarray, leader_valid: np.ndarray,
             isr_off: np.ndarray, isr_val: np.ndarray, isr_valid: np.ndarray,
             rep_off: np.ndarray, rep_val: np.ndarray, rep_valid: np.ndarray,
             add_off: np.ndarray, add_val: np.ndarray, add_valid: np.ndarray,
             elr_off: np.ndarray, elr_val: np.ndarray, elr_valid: np.ndarray,
             topic_ref: np.ndarray, del_valid: np.ndarray, del_off: np.ndarray, del_us: np.ndarray,
-            finish: bool) -> tuple:
+            del_t_valid: np.ndarray, finish: bool) -> tuple:
     """Replay one batch of sorted partition rows (or, with ``finish``, close the last partition)."""
     st[S_N_OUT] = 0
     o = np.empty((_N_OUT, 64), np.int64)
@@ -372,8 +407,8 @@ def _replay(st: np.ndarray, lists: np.ndarray, bcfg: np.ndarray, brokers: np.nda
     for r in range(starts.shape[0]):
         if starts[r]:
             if st[S_HAS_KEY]:
-                o, oi, orep, oe = _end_key(st, lists, bcfg, c_off, c_seq, c_t, c_kind, c_target, c_value, c_valid,
-                                           brokers, r - 1, o, oi, orep, oe, nv)
+                o, oi, orep, oe = _end_key(st, lists, bcfg, c_off, c_seq, c_t, c_tv, c_kind, c_target, c_value,
+                                           c_valid, brokers, r - 1, o, oi, orep, oe, nv)
             st[S_HAS_KEY] = 1
             st[S_EXISTS] = 0
             st[S_STOPPED] = 0
@@ -384,6 +419,8 @@ def _replay(st: np.ndarray, lists: np.ndarray, bcfg: np.ndarray, brokers: np.nda
             st[S_DEL_VALID] = del_valid[r]
             st[S_DEL_OFFSET] = del_off[r]
             st[S_DEL_US] = del_us[r]
+            st[S_DEL_T_VALID] = del_t_valid[r]
+            st[S_HAS_T] = 0
             st[S_TOPIC_REF] = topic_ref[r]
             st[S_OPEN] = 0
             st[S_ELR_NULL] = 1
@@ -392,10 +429,10 @@ def _replay(st: np.ndarray, lists: np.ndarray, bcfg: np.ndarray, brokers: np.nda
             st[S_N_ADD] = 0
             st[S_N_ELR] = 0
             bcfg[1, :] = 0
-        if st[S_STOPPED]:
-            continue
-        o, oi, orep, oe = _configs(st, lists, bcfg, c_off, c_seq, c_t, c_kind, c_target, c_value, c_valid, brokers,
-                                   offset[r], seq[r], False, r, o, oi, orep, oe, nv)
+        if st[S_STOPPED] or not offset_valid[r]:
+            continue  # a row without an offset cannot be placed in the log (they sort last)
+        o, oi, orep, oe = _configs(st, lists, bcfg, c_off, c_seq, c_t, c_tv, c_kind, c_target, c_value, c_valid,
+                                   brokers, offset[r], seq[r], False, r, o, oi, orep, oe, nv)
         if st[S_STOPPED]:
             continue
         if st[S_DEL_VALID] and offset[r] >= st[S_DEL_OFFSET]:
@@ -427,10 +464,12 @@ def _replay(st: np.ndarray, lists: np.ndarray, bcfg: np.ndarray, brokers: np.nda
             if elr_valid[r]:
                 st[S_N_ELR] = _set_list(lists, L_ELR, elr_off, elr_val, r)
                 st[S_ELR_NULL] = 0
-        o, oi, orep, oe = _evaluate(st, lists, bcfg, brokers, t_us[r], offset[r], r, o, oi, orep, oe, nv)
+        known, t = _known_time(st, t_valid[r], t_us[r])
+        if known:
+            o, oi, orep, oe = _evaluate(st, lists, bcfg, brokers, t, offset[r], r, o, oi, orep, oe, nv)
     if finish and st[S_HAS_KEY]:
-        o, oi, orep, oe = _end_key(st, lists, bcfg, c_off, c_seq, c_t, c_kind, c_target, c_value, c_valid, brokers,
-                                   -1, o, oi, orep, oe, nv)
+        o, oi, orep, oe = _end_key(st, lists, bcfg, c_off, c_seq, c_t, c_tv, c_kind, c_target, c_value, c_valid,
+                                   brokers, -1, o, oi, orep, oe, nv)
     k = st[S_N_OUT]
     return o[:, :k], oi[: nv[0]], orep[: nv[1]], oe[: nv[2]]
 
@@ -468,7 +507,10 @@ class IsrReplay:
 
     Input rows (sorted by ``topic_id, partition, offset, seq``): ``offset, seq, t_us, full``
     (PartitionRecord) ``, topic_id, partition, leader, isr, replicas, adding, elr``; the topics'
-    names and deletions come with ``topics``. Output: :data:`REPLAY_SCHEMA`.
+    names and deletions come with ``topics``. Output: :data:`REPLAY_SCHEMA`. Any column may be
+    null: rows without an offset are skipped, events without a time take the partition's latest
+    known time (see the module's docstring); a null leader or list leaves a PartitionChangeRecord's
+    unchanged and is none (-1, empty) in a PartitionRecord.
     """
 
     def __init__(self, configs: MinIsrConfigs, topics: TopicInfo, log_end_us: int, static_min_isr: int) -> None:
@@ -487,9 +529,9 @@ class IsrReplay:
         if batch is None or batch.num_rows == 0:
             e64, e32, e8 = np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint8)
             z = np.zeros(1, np.int64)
-            return _replay(self.st, self.lists, self.bcfg, c.brokers, c.offset, c.seq, c.t_us, c.kind, c.target,
-                           c.value, c.valid, np.zeros(0, np.bool_), e64, e64, e64, e8, e64, e8,
-                           z, e32, e8, z, e32, e8, z, e32, e8, z, e32, e8, e64, e8, e64, e64, finish)
+            return _replay(self.st, self.lists, self.bcfg, c.brokers, c.offset, c.seq, c.t_us, c.t_valid, c.kind,
+                           c.target, c.value, c.valid, np.zeros(0, np.bool_), e64, e8, e64, e64, e8, e8, e64, e8,
+                           z, e32, e8, z, e32, e8, z, e32, e8, z, e32, e8, e64, e8, e64, e64, e8, finish)
         col = batch.column
         isr = _list_arrays(col("isr"))
         rep = _list_arrays(col("replicas"))
@@ -501,6 +543,8 @@ class IsrReplay:
             grown[:, : self.lists.shape[1]] = self.lists
             self.lists = grown
         leader, leader_valid = _ints(col("leader"))
+        offset, offset_valid = _ints(col("offset"))
+        t_us, t_valid = _ints(col("t_us"))
         t = self.topics
         known = which >= 0
         at = np.maximum(which, 0)
@@ -508,15 +552,14 @@ class IsrReplay:
         def per_topic(values: np.ndarray, missing: int) -> np.ndarray:
             return np.where(known, values[at] if values.size else missing, missing)
 
-        return _replay(self.st, self.lists, self.bcfg, c.brokers, c.offset, c.seq, c.t_us, c.kind, c.target,
-                       c.value, c.valid, starts,
-                       col("offset").to_numpy().astype(np.int64), col("seq").to_numpy().astype(np.int64),
-                       col("t_us").to_numpy().astype(np.int64),
-                       col("full").to_numpy(zero_copy_only=False).astype(np.uint8),
+        return _replay(self.st, self.lists, self.bcfg, c.brokers, c.offset, c.seq, c.t_us, c.t_valid, c.kind,
+                       c.target, c.value, c.valid, starts, offset, offset_valid, _ints(col("seq"))[0], t_us, t_valid,
+                       pc.fill_null(col("full"), False).to_numpy(zero_copy_only=False).astype(np.uint8),
                        leader, leader_valid, isr[0], isr[1], isr[2], rep[0], rep[1], rep[2], add[0], add[1], add[2],
                        elr[0], elr[1], elr[2], per_topic(t.ref, -1).astype(np.int64),
                        per_topic(t.deleted_valid, 0).astype(np.uint8), per_topic(t.deleted_offset, 0).astype(np.int64),
-                       per_topic(t.deleted_us, 0).astype(np.int64), finish)
+                       per_topic(t.deleted_us, 0).astype(np.int64), per_topic(t.deleted_t_valid, 0).astype(np.uint8),
+                       finish)
 
     def _assemble(self, batch: pa.RecordBatch | None, which: np.ndarray, out: tuple) -> pa.RecordBatch | None:
         o, vi, vr, ve = out
@@ -626,8 +669,10 @@ def _count_end(st: np.ndarray, o: np.ndarray, key_row: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _counts(st: np.ndarray, starts: np.ndarray, t: np.ndarray, delta: np.ndarray, finish: bool) -> np.ndarray:
-    """Running count per broker of one batch of ``(time, delta)`` steps sorted by broker and time."""
+def _counts(st: np.ndarray, starts: np.ndarray, t: np.ndarray, known: np.ndarray, delta: np.ndarray,
+            finish: bool) -> np.ndarray:
+    """Running count per broker of one batch of ``(time, delta)`` steps sorted by broker and time
+    (steps whose time is not ``known`` are skipped)."""
     st[C_N_OUT] = 0
     o = np.empty((3, 64), np.int64)
     for r in range(starts.shape[0]):
@@ -639,6 +684,8 @@ def _counts(st: np.ndarray, starts: np.ndarray, t: np.ndarray, delta: np.ndarray
             st[C_HAS_PREV] = 0
             st[C_HAS_GROUP] = 0
             st[C_LAST_EMITTED] = -(2**62)
+        if not known[r]:
+            continue
         if st[C_HAS_GROUP] and t[r] != st[C_TIME]:
             o = _count_group(st, o, r)
         if not st[C_HAS_GROUP]:
@@ -657,37 +704,40 @@ class CountsReplay:
     Input rows (sorted by ``broker, time``): ``broker, time`` (µs) and ``delta`` (+1 when an
     under-min-ISR interval the broker leads opens, -1 when it closes, 0 for the broker's first
     appearance as a leader). Output: :data:`COUNTS_SCHEMA`, one row per change of the count, the
-    first appearance, and the end of the log.
+    first appearance, and the end of the log. A step whose time is unknown (null) is skipped, a
+    null delta moves nothing, and a null broker is a broker of its own (null in the output).
     """
 
     def __init__(self, log_end_us: int) -> None:
         self.st = np.zeros(10, np.int64)
         self.st[C_LOG_END] = log_end_us
-        self.carried: int | None = None
+        self.carried: tuple[int, int] = (0, 0)   # the last broker of the previous batch, and its validity
         self.schema = pa.schema([("broker", pa.int32()), ("time", pa.int64()), ("count", pa.int32())])
 
-    def _assemble(self, brokers: np.ndarray, o: np.ndarray) -> pa.RecordBatch | None:
+    def _assemble(self, brokers: np.ndarray, valid: np.ndarray, o: np.ndarray) -> pa.RecordBatch | None:
         if o.shape[1] == 0:
             return None
-        rows = o[0]
-        lookup = np.append(brokers, self.carried if self.carried is not None else 0)
-        b = lookup[np.where(rows < 0, brokers.size, rows)]
+        rows = np.where(o[0] < 0, brokers.size, o[0])
+        b = np.append(brokers, self.carried[0])[rows]
+        null = np.append(valid, self.carried[1])[rows] == 0
         return pa.RecordBatch.from_arrays(
-            [pa.array(b.astype(np.int32)), pa.array(o[1]), pa.array(o[2].astype(np.int32))], schema=self.schema)
+            [pa.array(b.astype(np.int32), mask=null), pa.array(o[1]), pa.array(o[2].astype(np.int32))],
+            schema=self.schema)
 
     def step(self, batch: pa.RecordBatch, starts: np.ndarray) -> pa.RecordBatch | None:
         """Replay one batch of sorted steps."""
-        brokers = batch.column("broker").to_numpy().astype(np.int64)
-        o = _counts(self.st, starts, batch.column("time").to_numpy().astype(np.int64),
-                    batch.column("delta").to_numpy().astype(np.int64), False)
-        result = self._assemble(brokers, o)
-        self.carried = int(brokers[-1])
+        brokers, valid = _ints(batch.column("broker"))
+        t, known = _ints(batch.column("time"))
+        o = _counts(self.st, starts, t, known, _ints(batch.column("delta"))[0], False)
+        result = self._assemble(brokers, valid, o)
+        self.carried = (int(brokers[-1]), int(valid[-1]))
         return result
 
     def finish(self) -> pa.RecordBatch | None:
         """Close the last broker."""
         empty = np.zeros(0, np.int64)
-        return self._assemble(empty, _counts(self.st, np.zeros(0, np.bool_), empty, empty, True))
+        return self._assemble(empty, np.zeros(0, np.uint8),
+                              _counts(self.st, np.zeros(0, np.bool_), empty, np.zeros(0, np.uint8), empty, True))
 
 
 class CountSteps:
@@ -698,7 +748,8 @@ class CountSteps:
     interval of a leader broker, -1 at its end (unless the log ended it), 0 at the earliest start
     of each leader broker's intervals; summed per ``(broker, time)`` as they come, so a task keeps
     about one row per broker and distinct time, not one per interval. Output
-    (:data:`STEPS_SCHEMA`): the summed steps, at :meth:`finish`.
+    (:data:`STEPS_SCHEMA`): the summed steps, at :meth:`finish`. An interval whose start or end is
+    unknown (null) moves no count (its start can still be the broker's first appearance).
     """
 
     #: Held step rows past which they are summed again.
@@ -717,12 +768,12 @@ class CountSteps:
     def step(self, batch: pa.RecordBatch, starts: np.ndarray) -> None:
         """Take one batch of intervals (``leader, start, end, under_min_isr, end_reason``)."""
         leader = pc.fill_null(batch.column("leader"), -1).to_numpy(zero_copy_only=False).astype(np.int32)
-        start = batch.column("start").to_numpy(zero_copy_only=False).astype(np.int64)
-        end = batch.column("end").to_numpy(zero_copy_only=False).astype(np.int64)
+        start, start_known = _ints(batch.column("start"))
+        end, end_known = _ints(batch.column("end"))
         under = pc.fill_null(batch.column("under_min_isr"), False).to_numpy(zero_copy_only=False)
         logged = pc.fill_null(pc.equal(batch.column("end_reason"), "log_end"), False).to_numpy(zero_copy_only=False)
-        led = leader >= 0
-        opens = led & under
+        led = (leader >= 0) & (start_known != 0)
+        opens = led & under & (logged | (end_known != 0))
         closes = opens & ~logged
         brokers, where = np.unique(leader[led], return_inverse=True)
         first = np.full(brokers.size, np.iinfo(np.int64).max, np.int64)
@@ -766,7 +817,7 @@ SUMMARY_SCHEMA = (
 )
 """Output of :class:`SummaryReplay` (``first_under_min_isr`` in epoch microseconds)."""
 
-(M_HAS_KEY, M_HAS_PREV, M_PREV, M_MIN, M_FIRST, M_HAS_FIRST, M_SHRINKS, M_EXPANDS, M_N_OUT) = range(9)
+(M_HAS_KEY, M_HAS_PREV, M_PREV, M_MIN, M_FIRST, M_HAS_FIRST, M_SHRINKS, M_EXPANDS, M_N_OUT, M_MIN_VALID) = range(10)
 
 
 @njit(cache=True, nogil=True)
@@ -780,6 +831,7 @@ def _summary_emit(st: np.ndarray, sums: np.ndarray, o: np.ndarray, of: np.ndarra
     o[3, k] = st[M_HAS_FIRST]
     o[4, k] = st[M_SHRINKS]
     o[5, k] = st[M_EXPANDS]
+    o[6, k] = st[M_MIN_VALID]
     of[0, k] = sums[0]
     of[1, k] = sums[1]
     of[2, k] = sums[2]
@@ -789,12 +841,13 @@ def _summary_emit(st: np.ndarray, sums: np.ndarray, o: np.ndarray, of: np.ndarra
 
 
 @njit(cache=True, nogil=True)
-def _summary(st: np.ndarray, sums: np.ndarray, starts: np.ndarray, start: np.ndarray, end: np.ndarray,
-             size: np.ndarray, min_isr: np.ndarray, under_min: np.ndarray, under_rep: np.ndarray,
-             offline: np.ndarray, finish: bool) -> tuple:
+def _summary(st: np.ndarray, sums: np.ndarray, starts: np.ndarray, start: np.ndarray, start_ok: np.ndarray,
+             end: np.ndarray, end_ok: np.ndarray, size: np.ndarray, size_ok: np.ndarray, min_isr: np.ndarray,
+             min_ok: np.ndarray, under_min: np.ndarray, under_rep: np.ndarray, offline: np.ndarray,
+             finish: bool) -> tuple:
     """Per partition (rows sorted by partition, start, start offset): time in each bad state, shrinks, expands."""
     st[M_N_OUT] = 0
-    o = np.empty((6, 64), np.int64)
+    o = np.empty((7, 64), np.int64)
     of = np.empty((3, 64), np.float64)
     for r in range(starts.shape[0]):
         if starts[r]:
@@ -805,25 +858,29 @@ def _summary(st: np.ndarray, sums: np.ndarray, starts: np.ndarray, start: np.nda
             st[M_HAS_FIRST] = 0
             st[M_SHRINKS] = 0
             st[M_EXPANDS] = 0
+            st[M_MIN_VALID] = 0
             sums[:] = 0.0
-        secs = (end[r] - start[r]) / 1e6
+        secs = (end[r] - start[r]) / 1e6 if start_ok[r] and end_ok[r] else 0.0
         if under_min[r]:
             sums[0] += secs
-            if not st[M_HAS_FIRST]:
+            if not st[M_HAS_FIRST] and start_ok[r]:
                 st[M_HAS_FIRST] = 1
                 st[M_FIRST] = start[r]
         if under_rep[r]:
             sums[1] += secs
         if offline[r]:
             sums[2] += secs
-        if st[M_HAS_PREV]:
-            if size[r] < st[M_PREV]:
-                st[M_SHRINKS] += 1
-            elif size[r] > st[M_PREV]:
-                st[M_EXPANDS] += 1
-        st[M_HAS_PREV] = 1
-        st[M_PREV] = size[r]
-        st[M_MIN] = min_isr[r]
+        if size_ok[r]:
+            if st[M_HAS_PREV]:
+                if size[r] < st[M_PREV]:
+                    st[M_SHRINKS] += 1
+                elif size[r] > st[M_PREV]:
+                    st[M_EXPANDS] += 1
+            st[M_HAS_PREV] = 1
+            st[M_PREV] = size[r]
+        if min_ok[r]:
+            st[M_MIN] = min_isr[r]
+            st[M_MIN_VALID] = 1
     if finish and st[M_HAS_KEY]:
         o, of = _summary_emit(st, sums, o, of, -1)
     k = st[M_N_OUT]
@@ -835,11 +892,13 @@ class SummaryReplay:
 
     Input rows (sorted by ``topic_id, partition, start, start_offset``): ``topic, start, end`` (µs),
     ``isr_size, min_isr, under_min_isr, under_replicated, offline``. Output: :data:`SUMMARY_SCHEMA`,
-    one row per partition.
+    one row per partition. Nulls: an interval whose start or end is unknown counts no seconds (one
+    whose start is unknown cannot be the first under min ISR), an unknown ISR size is compared with
+    nothing, an unknown ``min_isr`` is not the one in force, and a null flag is false.
     """
 
     def __init__(self) -> None:
-        self.st = np.zeros(9, np.int64)
+        self.st = np.zeros(10, np.int64)
         self.sums = np.zeros(3, np.float64)
         self.carried: dict[str, Any] = {"topic": None, "partition": None}
         self.schema = pa.schema([
@@ -862,23 +921,23 @@ class SummaryReplay:
             keys, rows = carried, np.zeros(k, np.int64)
         idx = pa.array(rows)
         return pa.RecordBatch.from_arrays([
-            keys["topic"].take(idx), keys["partition"].take(idx), pa.array(o[1].astype(np.int32)),
+            keys["topic"].take(idx), keys["partition"].take(idx), pa.array(o[1].astype(np.int32), mask=o[6] == 0),
             pa.array(of[0]), pa.array(of[1]), pa.array(of[2]), pa.array(o[2], mask=o[3] == 0),
             pa.array(o[4].astype(np.int32)), pa.array(o[5].astype(np.int32))], schema=self.schema)
 
     def _run(self, batch: pa.RecordBatch | None, starts: np.ndarray, finish: bool) -> tuple:
         if batch is None or batch.num_rows == 0:
             e64, e8 = np.zeros(0, np.int64), np.zeros(0, np.uint8)
-            return _summary(self.st, self.sums, np.zeros(0, np.bool_), e64, e64, e64, e64, e8, e8, e8, finish)
+            return _summary(self.st, self.sums, np.zeros(0, np.bool_), e64, e8, e64, e8, e64, e8, e64, e8, e8, e8, e8,
+                            finish)
         col = batch.column
 
         def flag(name: str) -> np.ndarray:
-            return col(name).to_numpy(zero_copy_only=False).astype(np.uint8)
+            return pc.fill_null(col(name), False).to_numpy(zero_copy_only=False).astype(np.uint8)
 
-        return _summary(self.st, self.sums, starts, col("start").to_numpy().astype(np.int64),
-                        col("end").to_numpy().astype(np.int64), col("isr_size").to_numpy().astype(np.int64),
-                        col("min_isr").to_numpy().astype(np.int64), flag("under_min_isr"), flag("under_replicated"),
-                        flag("offline"), finish)
+        return _summary(self.st, self.sums, starts, *_ints(col("start")), *_ints(col("end")),
+                        *_ints(col("isr_size")), *_ints(col("min_isr")), flag("under_min_isr"),
+                        flag("under_replicated"), flag("offline"), finish)
 
     def step(self, batch: pa.RecordBatch, starts: np.ndarray) -> pa.RecordBatch | None:
         """Summarise one batch of sorted intervals."""

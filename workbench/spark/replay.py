@@ -208,7 +208,9 @@ class _Feeder:
         self.previous: tuple | None = None  # last key handed to the replay
 
     def _order(self, batch: Any, row: int) -> tuple:
-        return tuple(batch.column(o)[row].as_py() for o in self.order)
+        """The replay order of ``batch``'s row ``row``, nulls after every value (as Arrow sorts them)."""
+        values = (batch.column(o)[row].as_py() for o in self.order)
+        return tuple((v is None, 0 if v is None else v) for v in values)
 
     def add(self, key: tuple, run: Any) -> Iterator[Any]:
         if key != self.key:
@@ -293,6 +295,9 @@ def replay_by_key(df: DataFrame, keys: Sequence[str], order: Sequence[str], sche
     columns travel as empty arrays and a null flag where null (Spark's Arrow writer is very slow on
     batches of null arrays) and are restored before the replay sees them.
 
+    Any column may hold nulls: a null key is a key of its own, and rows whose order column is
+    null come after the key's other rows (nulls last, as ties); the replay says what they mean.
+
     Parameters
     ----------
     df : DataFrame
@@ -338,7 +343,7 @@ def _ordered_runs(df: DataFrame, keys: list[str], order: list[str], partitions: 
     packed = wire.mapInArrow(_pack(keys, order, arrays, arrow_schema, pack_rows), packed_ddl)
     cols = [F.col(k) for k in keys]
     parted = packed.repartition(partitions, *cols) if partitions else packed.repartition(*cols)
-    return parted.sortWithinPartitions(*cols, *[F.col(_FIRST + o) for o in order]), arrow_schema
+    return parted.sortWithinPartitions(*cols, *[F.col(_FIRST + o).asc_nulls_last() for o in order]), arrow_schema
 
 
 #: Rows one task of a bucketed replay (:func:`replay_files`) sorts at a time, about: the number of
@@ -529,6 +534,9 @@ def replay_files(spark: Any, files: Sequence[str], columns: Sequence[str], prepa
 
     ``followers`` (:class:`Follower`) replay the output as each task produces it, so that what
     would be a second pass over it (a summary per key) costs no second read.
+
+    Nulls as in :func:`replay_by_key`: a null key is a key of its own, a null order value sorts
+    after the key's other rows.
 
     Returns
     -------
