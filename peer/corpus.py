@@ -166,6 +166,40 @@ def _value_edit(rel: str, pos: int, start: int, size: int, old: bytes, new: byte
     return edit
 
 
+def restamped_batch(batch: Any, ms: int) -> bytes:
+    """``batch`` (uncompressed v2, read with its bytes) written again by the workbench's encoder with
+    every record stamped ``ms`` and the header as it was: a valid CRC over a time no table holds."""
+    from workbench.formats.batch import Record, encode_batch
+
+    records = [Record(r.offset, ms, r.key, r.value, list(r.headers)) for r in batch.records()]
+    data = encode_batch(records, base_offset=batch.base_offset, compression=batch.compression,
+                        timestamp_type=batch.timestamp_type, partition_leader_epoch=batch.partition_leader_epoch,
+                        producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+                        base_sequence=batch.base_sequence, is_transactional=batch.is_transactional,
+                        is_control=batch.is_control, last_offset=batch.last_offset)
+    if len(data) != batch.size:
+        raise ValueError(f"{batch.path}@{batch.position}: the batch re-encoded is {len(data)} bytes, not {batch.size}")
+    return data
+
+
+def _restamp_edit(rel: str, pos: int, ms: int) -> Callable[[Path], None]:
+    """Write the batch at ``pos`` again with the encoder, every record stamped ``ms`` (:func:`restamped_batch`)."""
+    def edit(root: Path) -> None:
+        data = bytearray((root / rel).read_bytes())
+        batch = next(_batches_at(root / rel, pos))
+        new = restamped_batch(batch, ms)
+        data[pos: pos + len(new)] = new
+        _replace(root / rel, bytes(data))
+    return edit
+
+
+def _batches_at(path: Path, pos: int) -> Iterator[Any]:
+    from workbench.formats.batch import read_batches
+
+    with open(path, "rb") as f:
+        yield from read_batches(f, str(path), start=pos)
+
+
 def _replace(path: Path, data: bytes) -> None:
     """Write ``data`` as a new file (the copy's files are hard links to the cached bundle)."""
     path.unlink()
@@ -193,6 +227,8 @@ def _batches(path: Path) -> Iterator[Any]:
 # the variants, reader by reader
 
 TIME_KINDS = {"min": I64_MIN, "max": I64_MAX, "negative": -5, "overflow": 2**62}
+#: Times a whole PartitionChangeRecord batch is stamped with (issue 43): the year 3000, 2^62 ms, -5 ms.
+RESTAMPS = {"year3000": 32_503_680_000_000, "overflow": 2**62, "negative": -5}
 INT32_KINDS = {"min": I32_MIN, "negative": -7}
 INT64_KINDS = {"min": I64_MIN, "negative": -9}
 
@@ -219,6 +255,7 @@ def _metadata_variants(bundle: Path, scenario: str) -> list[Variant]:
         out.append(Variant(f"{scenario}/metadata/batch.partition_leader_epoch/{kind}", scenario, "metadata",
                            "batch.partition_leader_epoch", kind, rel, str(value), mid.position,
                            ("quorum:*",), _header_edit(rel, mid.position, "partition_leader_epoch", value)))
+    out += _restamp_variants(seg, rel, scenario)
     # record fields: int32 ids and epochs, int64 epochs and times, patched in place (same length)
     wanted = {
         "PartitionChangeRecord": ("partitionId", "leader"),
@@ -260,6 +297,31 @@ def _metadata_variants(bundle: Path, scenario: str) -> list[Variant]:
                     _value_edit(rel, b.position, start, rec.size, bytes(rec.value), new)))
     del node
     return out
+
+
+def _restamp_variants(seg: Path, rel: str, scenario: str) -> list[Variant]:
+    """One ``PartitionChangeRecord`` batch of the metadata log (the middle one of them) written again
+    by the encoder with every record stamped in the year 3000, at 2^62 ms or at -5 ms (issue 43)."""
+    from workbench.formats.metadata import decode_metadata_record
+
+    topics: dict[str, str] = {}
+    changes: list[tuple[Any, list[Any]]] = []
+    for b in _batches(seg):
+        if b.is_control or b.compression != "none" or b.record_count == 0:
+            continue
+        metas = [decode_metadata_record(r.value) for r in b.records()]
+        topics.update({m.fields["topicId"]: m.fields["name"] for m in metas if m.name == "TopicRecord"})
+        if all(m.name == "PartitionChangeRecord" for m in metas):
+            changes.append((b, metas))
+    if not changes:
+        return []
+    b, metas = changes[len(changes) // 2]
+    # the batch's partitions, and the cluster-wide ISR findings that count them; quorum reads batch times
+    subjects = ("quorum:*", "isr:cluster:*", *sorted({
+        f"isr:partition:{topics.get(m.fields['topicId'], '*')}-{m.fields['partitionId']}" for m in metas}))
+    return [Variant(f"{scenario}/metadata/PartitionChangeRecord.batch_time/{kind}", scenario, "metadata",
+                    "PartitionChangeRecord.batch_time", kind, rel, str(ms), b.position, subjects,
+                    _restamp_edit(rel, b.position, ms)) for kind, ms in RESTAMPS.items()]
 
 
 def _segment_variants(bundle: Path, scenario: str, topic_glob: str) -> list[Variant]:
@@ -566,6 +628,38 @@ def sample(variants: list[Variant], n: int = 24) -> list[Variant]:
             break
         chosen.setdefault(v.id, v)
     return [v for v in variants if v.id in chosen]
+
+
+def targets(v: Variant, bundle: Path) -> set[str]:
+    """What variant ``v`` exercises, by the registries: ``reader:<table>`` (the table its value enters),
+    ``table:<name>`` for every table reading its file (:func:`workbench.spark.registry.table_specs`),
+    ``area:<name>`` for every area reading one of them (:func:`workbench.analysis.findings.areas`) and
+    ``path:<name>`` for every compiled path (:data:`workbench.kernels.COMPILED_PATHS`) whose tables do."""
+    from workbench.analysis.findings import areas
+    from workbench.kernels import COMPILED_PATHS
+
+    touched = _tables_reading(bundle, v.path)
+    out = {f"reader:{v.reader}"} | {f"table:{t}" for t in touched}
+    out |= {f"area:{name}" for name, area in areas().items() if set(area.tables) & touched}
+    out |= {f"path:{p.name}" for p in COMPILED_PATHS if set(p.tables) & touched}
+    return out
+
+
+def covering(variants: list[Variant], build: Callable[[str, str], Any] | None = None) -> list[Variant]:
+    """The first variant (in corpus order) of each reader, and of each table, area and compiled path a
+    variant reaches (:func:`targets`): a new reader, table, area or compiled path is covered without
+    an edit here."""
+    if build is None:
+        from peer.scenario import build
+    bundles = {s: Path(build(BUNDLES[s], VERSION)) for s in dict.fromkeys(v.scenario for v in variants)}
+    held: set[str] = set()
+    chosen = []
+    for v in variants:
+        mine = targets(v, bundles[v.scenario])
+        if mine - held:
+            chosen.append(v)
+            held |= mine
+    return chosen
 
 
 # ------------------------------------------------------------------------------------------

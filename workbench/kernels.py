@@ -19,8 +19,51 @@ import os
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+
+@dataclass(frozen=True)
+class CompiledPath:
+    """One way the workbench reaches compiled (numba) kernels: the modules whose kernels it runs, and
+    the tables whose read or the areas whose findings run them (``unreached``: why a bundle's
+    findings never do, for a path only a command takes)."""
+
+    name: str
+    modules: tuple[str, ...]
+    tables: tuple[str, ...] = ()
+    areas: tuple[str, ...] = ()
+    unreached: str = ""
+
+
+#: Every compiled path. A module with a numba kernel that no path names fails
+#: ``tests/test_bad_value_corpus.py``, and so does a path no bad value of the corpus reaches.
+COMPILED_PATHS: tuple[CompiledPath, ...] = (
+    CompiledPath("batch header scan", ("workbench.formats.fastscan",), tables=("batches", "metadata")),
+    CompiledPath("record decoder", ("workbench.formats.fastrecords",), tables=("records",)),
+    CompiledPath("metadata record decoder", ("workbench.formats.fastmetadata",), tables=("metadata",)),
+    CompiledPath("ISR replays", ("workbench.analysis.isr_kernel",), tables=("metadata",), areas=("isr",)),
+    CompiledPath("dump writers", ("workbench.formats.dumpfast",),
+                 unreached="only `workbench dump` writes dump text; the dump tests compare it with Kafka's"),
+)
+
+
+def kernel_modules() -> set[str]:
+    """The modules of the package that define a numba kernel (``njit``)."""
+    import importlib.util
+    import pkgutil
+    import re
+
+    import workbench
+
+    found = set()
+    for info in pkgutil.walk_packages(workbench.__path__, "workbench."):
+        spec = importlib.util.find_spec(info.name)
+        if spec is not None and spec.origin is not None and spec.origin.endswith(".py") \
+                and re.search(r"^@(numba\.)?n?jit\b", Path(spec.origin).read_text(encoding="utf-8"), re.M):
+            found.add(info.name)
+    return found
 
 
 def _demo_files(bundle: Any) -> list[str]:
