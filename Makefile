@@ -1,5 +1,5 @@
-# Two commands for a newcomer: `make demo` and `make test`. Each bootstraps .venv from
-# requirements.txt. Downloads (pip wheels, Kafka jars, scenario bundles) are cached outside the
+# Two commands for a newcomer: `make demo` and `make test` (and `make check`, the quick loop). Each
+# bootstraps .venv from requirements.txt. Downloads (pip wheels, Kafka jars, scenario bundles) are cached outside the
 # repository, under ~/.cache (Kafka's under $KAFKA_WORKBENCH_CACHE), so later runs are fast.
 # `make test` builds every scenario bundle the suite reads before the tests start; .ci/run runs it
 # on an empty KAFKA_WORKBENCH_CACHE.
@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # scenario builds run at once (each mostly waits on its clusters' timers)
 SCENARIO_JOBS ?= 3
 
-.PHONY: venv demo test test-full scenarios kafka chromium lint clean notebooks
+.PHONY: venv demo check test test-full scenarios kafka chromium lint clean notebooks
 
 venv: $(STAMP)
 
@@ -44,6 +44,14 @@ scenarios: kafka
 # Debian's chromium for the browser tests (Playwright's own browser download is not used)
 chromium:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+# The quick loop: formats on committed fixtures, analyses on inline frames, widgets headless, the
+# registry, layers, docstrings, CLI checks, report composition. No Kafka (jars, clusters, bundles), no
+# notebook kernel or second JVM, no browser: the tests marked kafka, kernel, browser or cluster are
+# not collected, and nothing is fetched or built but the venv.
+CHECK_MARKERS := not kafka and not kernel and not browser and not cluster
+check: venv
+	$(PY) -m pytest -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
 
 # The suite: every scenario bundle is built first (three at a time, nothing else running: on a
 # loaded 2-core machine Kafka's clusters, MirrorMaker 2 and the clients time out, and the timing

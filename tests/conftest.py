@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -27,7 +28,10 @@ settings.load_profile(os.environ.get("WORKBENCH_HYPOTHESIS_PROFILE", "dev"))
 
 #: Fixtures that give real-Kafka scenario bundles or clusters: a test using one is a ``kafka`` test
 #: whatever its own marks say, so ``-m "not kafka"`` selects exactly the tests that need no bundle.
-KAFKA_FIXTURES = {"kafka_bundle", "scenario_bundle", "kafka_cluster"}
+KAFKA_FIXTURES = {"kafka_bundle", "scenario_bundle", "kafka_cluster", "kafka_dist", "kafka_dump_log"}
+#: Fixtures that start notebook kernels or build the Binder environment: a test using one is a
+#: ``kernel`` test, which ``make check`` leaves out.
+KERNEL_FIXTURES = {"demo_report", "binder_kernel", "incident_report"}
 
 
 #: "1" (``make test-full``) also runs the tests marked ``full``: slower variants of checks ``make test``
@@ -38,8 +42,11 @@ FULL = os.environ.get("KAFKA_WORKBENCH_FULL", "").strip() == "1"
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if KAFKA_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.get_closest_marker("kafka"):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if KAFKA_FIXTURES & fixtures and not item.get_closest_marker("kafka"):
             item.add_marker(pytest.mark.kafka)
+        if KERNEL_FIXTURES & fixtures and not item.get_closest_marker("kernel"):
+            item.add_marker(pytest.mark.kernel)
     slower = [] if FULL else [item for item in items if item.get_closest_marker("full")]
     if slower:
         config.hook.pytest_deselected(items=slower)
@@ -71,16 +78,17 @@ def spark():
 @pytest.fixture(scope="module", autouse=True)
 def _release_cached_tables():
     """Drop what a module cached in Spark (persisted reads, checkpointed derived results) once the
-    module is done."""
+    module is done, except the real scenario bundles' tables: many modules read the same few
+    bundles, which are decoded once per session."""
     yield
     from pyspark.sql import SparkSession
 
-    active = SparkSession.getActiveSession()
-    if active is not None:
+    if SparkSession.getActiveSession() is not None:
+        from peer.kafka import cache_root
         from workbench.spark.registry import unpersist_all
 
-        unpersist_all()
-        active.catalog.clearCache()
+        scenarios = (cache_root() / "scenarios").resolve()
+        unpersist_all(keep=lambda root: Path(root).resolve().is_relative_to(scenarios))
 
 
 @pytest.fixture(scope="session")
@@ -146,3 +154,12 @@ def demo_report(demo_bundle, binder_kernel, tmp_path_factory):
         mp.setenv("JUPYTER_PATH", env["JUPYTER_PATH"])   # where Jupyter finds Binder's kernelspec
         return run_report(demo_bundle, out / "incident-report.html", kernel_name=kernel,
                           keep_executed=out / "executed.ipynb", timeout=DEMO_REPORT_CELL_S)
+
+
+@pytest.fixture(scope="session")
+def incident_report(tmp_path_factory):
+    """The HTML report and summary of the small ISR incident with its hostile and unreadable topic
+    names (:func:`tests.incident.render_report`), rendered once for every test that reads it."""
+    from tests.incident import render_report
+
+    return render_report(tmp_path_factory.mktemp("incident-report"))

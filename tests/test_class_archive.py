@@ -73,6 +73,7 @@ def _install(cache: Path, data: bytes, tmp: Path, noted: int | None = None) -> P
     return target / "jvm" / name
 
 
+@pytest.mark.kernel
 def test_session_maps_the_archive(recorded: tuple[Path, bytes]) -> None:
     cache, _ = recorded
     archive = next((cache / "jvm").glob("driver-*.jsa"))
@@ -81,6 +82,7 @@ def test_session_maps_the_archive(recorded: tuple[Path, bytes]) -> None:
     assert f"-XX:SharedArchiveFile={archive}" in seen["jvm_args"]
 
 
+@pytest.mark.kernel
 def test_turned_off_session_runs_without(recorded: tuple[Path, bytes]) -> None:
     cache, _ = recorded
     seen = _session(cache, **{classarchive.ENV: "0"})
@@ -89,6 +91,7 @@ def test_turned_off_session_runs_without(recorded: tuple[Path, bytes]) -> None:
     assert list((cache / "jvm").glob("driver-*.jsa")), "turning it off does not remove it"
 
 
+@pytest.mark.kernel
 def test_archive_cut_short_is_removed_unmapped(recorded: tuple[Path, bytes], tmp_path: Path) -> None:
     cache, data = recorded
     archive = _install(cache, data[: len(data) // 2], tmp_path, noted=len(data))
@@ -99,6 +102,7 @@ def test_archive_cut_short_is_removed_unmapped(recorded: tuple[Path, bytes], tmp
     assert not list(archive.parent.parent.glob("hs_err*")), "the JVM was started on it"
 
 
+@pytest.mark.kernel
 def test_archive_jvm_cannot_start_with_is_removed_and_session_starts_without(
         recorded: tuple[Path, bytes], tmp_path: Path) -> None:
     cache, data = recorded
@@ -110,6 +114,7 @@ def test_archive_jvm_cannot_start_with_is_removed_and_session_starts_without(
     assert not archive.exists()
 
 
+@pytest.mark.kernel
 def test_archive_of_garbage_is_ignored_by_the_jvm(recorded: tuple[Path, bytes], tmp_path: Path) -> None:
     cache, data = recorded
     archive = _install(cache, os.urandom(len(data)), tmp_path)
@@ -117,6 +122,7 @@ def test_archive_of_garbage_is_ignored_by_the_jvm(recorded: tuple[Path, bytes], 
     assert seen["count"] == 5
 
 
+@pytest.mark.kernel
 def test_nothing_recorded_when_turned_off(tmp_path: Path) -> None:
     done = _child(_RECORD, tmp_path, **{classarchive.ENV: "0"})
     assert done.returncode == 0, done.stderr[-3000:]

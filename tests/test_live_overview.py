@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.test_report import write_incident_bundle
+from tests.incident import write_incident_bundle
 from widgets.timeline import FindingsTimeline, merge_for_display
 from workbench.analysis.findings import all_findings
 from workbench.investigation import open_investigation

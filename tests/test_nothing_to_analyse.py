@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.test_report import write_incident_bundle
+from tests.incident import write_incident_bundle
 from workbench.investigation import open_investigation
 from workbench.report import EXIT_FAILED, exit_code_for
 
@@ -96,6 +96,7 @@ def test_a_bundle_with_data_is_not_called_empty(spark, tmp_path: Path) -> None:
     assert exit_code_for(summary, "critical") == 1  # its findings are critical
 
 
+@pytest.mark.kernel
 def test_the_report_of_an_archive_with_nothing_to_analyse(tmp_path: Path) -> None:
     """Through the command line: the sentence first, the files and why, no health claim, exit 2, no leftovers."""
     root = unrecognised_bundle(tmp_path / "b")

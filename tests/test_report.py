@@ -11,6 +11,7 @@ import nbformat
 import pytest
 
 from tests.conftest import DEMO_REPORT_TIMEOUT_S
+from tests.incident import NAMED_TOPICS
 from workbench.errors import BundleError, ConfigError, WorkbenchError
 from workbench.params import load_parameters_file
 from workbench.report import (
@@ -29,74 +30,6 @@ from workbench.summary import frame_records, write_json
 
 REPO = Path(__file__).resolve().parent.parent
 INCIDENT = REPO / "notebooks" / "incident_report.ipynb"
-
-# --------------------------------------------------------------------------------------------
-# a tiny ISR incident written with the project's own encoders (no Kafka needed)
-
-T0_MS = 1_795_000_000_000  # 2026-11-18 11:06:40 UTC
-ORDERS, PAYMENTS = "T3JkZXJzT3JkZXJzT3JkZQ", "UGF5bWVudHNQYXltZW50cw"
-
-
-def _partition(topic_id: str, p: int, replicas: list[int], leader: int) -> tuple[str, dict]:
-    return "PartitionRecord", {
-        "partitionId": p,
-        "topicId": topic_id,
-        "replicas": replicas,
-        "isr": replicas,
-        "removingReplicas": [],
-        "addingReplicas": [],
-        "leader": leader,
-        "leaderEpoch": 0,
-        "partitionEpoch": 0,
-    }
-
-
-def _change(topic_id: str, p: int, isr: list[int], leader: int = -2) -> tuple[str, dict]:
-    return "PartitionChangeRecord", {"partitionId": p, "topicId": topic_id, "isr": isr, "leader": leader}
-
-
-#: (seconds after T0, record): cluster min ISR 2; brokers 2 and 3 drop out of the ISR of every
-#: partition at +10 s and +20 s, and come back at +62..64 s. orders-1 goes offline for 5 s.
-INCIDENT_EVENTS: list[tuple[float, tuple[str, dict]]] = [
-    (0, ("ConfigRecord", {"resourceType": 4, "resourceName": "", "name": "min.insync.replicas", "value": "2"})),
-    (1, ("TopicRecord", {"name": "orders", "topicId": ORDERS})),
-    (1, _partition(ORDERS, 0, [1, 2, 3], 1)),
-    (1, _partition(ORDERS, 1, [2, 3, 1], 2)),
-    (2, ("TopicRecord", {"name": "payments", "topicId": PAYMENTS})),
-    (2, _partition(PAYMENTS, 0, [3, 1, 2], 3)),
-    (10, _change(ORDERS, 0, [1, 3])),
-    (10, _change(ORDERS, 1, [3, 1], leader=3)),
-    (10, _change(PAYMENTS, 0, [3, 1])),
-    (20, _change(ORDERS, 0, [1])),
-    (20, _change(ORDERS, 1, [1], leader=1)),
-    (20, _change(PAYMENTS, 0, [1], leader=1)),
-    (30, _change(ORDERS, 1, [1], leader=-1)),
-    (35, _change(ORDERS, 1, [1], leader=1)),
-    (62, _change(ORDERS, 0, [1, 2, 3])),
-    (63, _change(ORDERS, 1, [1, 2, 3])),
-    (64, _change(PAYMENTS, 0, [1, 3, 2])),
-    (90, ("NoOpRecord", {})),
-]
-
-
-def write_incident_bundle(root: Path, events: list[tuple[float, tuple[str, dict]]] = INCIDENT_EVENTS) -> Path:
-    """Write one broker's ``__cluster_metadata-0`` log holding ``events`` (:data:`INCIDENT_EVENTS`)."""
-    from workbench.formats.batch import encode_batch
-    from workbench.formats.metadata import encode_metadata_record
-
-    node = root / "nodes" / "1"
-    log_dir = node / "__cluster_metadata-0"
-    log_dir.mkdir(parents=True)
-    (node / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=c2VjcmV0LWNsdXN0ZXI\n")
-    segment = b""
-    for offset, (seconds, (name, fields)) in enumerate(events):
-        value = encode_metadata_record(name, 0, fields)
-        segment += encode_batch(
-            [(offset, T0_MS + int(seconds * 1000), None, value)], base_offset=offset, partition_leader_epoch=1
-        )
-    (log_dir / "00000000000000000000.log").write_bytes(segment)
-    return root
-
 
 def small_notebook(path: Path, *cells: str) -> Path:
     """A notebook with the report parameters and the given code cells (no Spark)."""
@@ -294,6 +227,7 @@ def test_summary_records_are_plain_json(tmp_path: Path) -> None:
 # running notebooks (a kernel; the small ones start no Spark)
 
 
+@pytest.mark.kernel
 def test_failed_notebook_raises_and_keeps_the_executed_notebook(tmp_path: Path) -> None:
     nb = small_notebook(tmp_path / "broken.ipynb", "x = 1", "raise RuntimeError('the bundle was empty')")
     out = tmp_path / "r.html"
@@ -310,6 +244,7 @@ def test_failed_notebook_raises_and_keeps_the_executed_notebook(tmp_path: Path) 
     assert not out.exists()
 
 
+@pytest.mark.kernel
 def test_small_report_hides_code_and_parameters_and_embeds_plotly(tmp_path: Path) -> None:
     nb = small_notebook(
         tmp_path / "fig.ipynb",
@@ -347,13 +282,10 @@ def test_small_report_hides_code_and_parameters_and_embeds_plotly(tmp_path: Path
 
 
 @pytest.mark.spark
-def test_incident_report_on_a_small_isr_incident(tmp_path: Path) -> None:
-    bundle = write_incident_bundle(tmp_path / "incident")
-    summary = tmp_path / "summary.json"
-
-    out = build_report(bundle, tmp_path / "report.html", parameters={"summary_path": str(summary)})
-
-    text = out.read_text(encoding="utf-8")
+def test_incident_report_on_a_small_isr_incident(incident_report: dict) -> None:
+    """The small incident's report (its three named topics are judged in the browser tests)."""
+    bundle = incident_report["bundle"]
+    text = incident_report["html"].read_text(encoding="utf-8")
     # no code cells: every code cell is rendered without its input
     assert re.findall(r'<div class="jp-Cell jp-CodeCell[^"]*"', text)
     assert all("jp-mod-noInput" in c for c in re.findall(r'<div class="jp-Cell jp-CodeCell[^"]*"', text))
@@ -368,8 +300,12 @@ def test_incident_report_on_a_small_isr_incident(tmp_path: Path) -> None:
     assert '<li class="wb-critical">topic orders partition 1 was offline for 5.0 s starting 2026-11-18 11:07:10 UTC' \
         "</li>" in text
 
-    document = json.loads(summary.read_text())
+    document = dict(incident_report["summary"])
     assert document["bundle"] == str(bundle.resolve())
+    named = [f for f in document["findings"] if f["subject"] and f["subject"].rsplit("-", 1)[0] in NAMED_TOPICS]
+    assert sorted((f["kind"], f["subject"]) for f in named) == sorted(
+        ("under_min_isr", f"{topic}-0") for topic in NAMED_TOPICS)
+    document["findings"] = [f for f in document["findings"] if f not in named]
     # most severe first, then earliest first; last, the quorum area's notes on what the bundle lacks
     # (it holds the controllers' metadata logs, but no KIP-835 gauge and no replication capture)
     notes = [(f["area"], f["kind"], f["severity"], f["summary"]) for f in document["findings"][4:]]
@@ -394,9 +330,10 @@ def test_incident_report_on_a_small_isr_incident(tmp_path: Path) -> None:
     # one chain: everything overlaps
     assert [c["chain"] for c in document["chains"]] == [1]
     isr = document["areas"]["isr"]
+    # the named topics: two under min ISR for 48 s, the HTML one for the last 50 s of the log
     assert (isr["has_data"], isr["critical_findings"], isr["partitions"], isr["partitions_under_min_isr"],
-            isr["partitions_offline"]) == (True, 4, 3, 3, 1)
-    assert isr["under_min_isr_partition_seconds"] == 42.0 + 43.0 + 44.0
+            isr["partitions_offline"]) == (True, 4 + 3, 3 + 3, 3 + 3, 1)
+    assert isr["under_min_isr_partition_seconds"] == 42.0 + 43.0 + 44.0 + 48.0 + 48.0 + 50.0
 
 
 @pytest.mark.spark

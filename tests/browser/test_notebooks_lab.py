@@ -543,6 +543,7 @@ def _choose(page: Any, label: str, index: int = 0) -> str:
     return options[index]
 
 
+@pytest.mark.full   # make test opens the overview and, from it, an area's view in JupyterLab
 def test_quorum_node_filter(lab_page: Any, lab: str, tmp_path: Path) -> None:
     """Every plot drawn; choosing one node leaves only that node's series (and its fence marks)."""
     page = lab_page
@@ -565,6 +566,7 @@ def test_quorum_node_filter(lab_page: Any, lab: str, tmp_path: Path) -> None:
         print(f"01_quorum: {len(before['names'])} traces, node {node} alone: {len(after['names'])}")
 
 
+@pytest.mark.full   # make test opens the overview and, from it, an area's view in JupyterLab
 def test_isr_topic_filter(lab_page: Any, lab: str, tmp_path: Path) -> None:
     """Every plot drawn; choosing one topic leaves only its partitions' rows on the timeline."""
     page = lab_page
@@ -583,6 +585,7 @@ def test_isr_topic_filter(lab_page: Any, lab: str, tmp_path: Path) -> None:
         print(f"02_isr: {len(before['rows'])} rows, topic {topic}: {len(after['rows'])}")
 
 
+@pytest.mark.full   # make test opens the overview and, from it, an area's view in JupyterLab
 def test_consumer_lag_top_n(lab_page: Any, lab: str, tmp_path: Path) -> None:
     """Every plot drawn; Top N = 1 leaves one line in the lag-over-time figure."""
     page = lab_page
@@ -605,6 +608,7 @@ def test_consumer_lag_top_n(lab_page: Any, lab: str, tmp_path: Path) -> None:
         print(f"03_consumer_lag: {len(before['names'])} lines, Top N = 1: {after['names']}")
 
 
+@pytest.mark.full   # make test opens the overview and, from it, an area's view in JupyterLab
 def test_mirror_and_tier_filters(lab_page: Any, lab: str, tmp_path: Path) -> None:
     """Every plot drawn; choosing one source partition leaves its backlog traces only; the tier
     view's measure set to bytes redraws its backlog in bytes."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -15,15 +16,12 @@ import pytest
 from peer.cluster import free_ports
 from tests.binder_env import write_lab_settings
 from tests.conftest import DEMO_REPORT_TIMEOUT_S
-from tests.test_report import INCIDENT_EVENTS, write_incident_bundle
-from workbench.report import build_report
+from tests.incident import HOSTILE_EVENTS, HOSTILE_TOPIC, INCIDENT_EVENTS, LONG_TOPIC, write_incident_bundle
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 
 CHROMIUM = Path("/usr/bin/chromium")
-HOSTILE_TOPIC = '<img src=x onerror="window.__pwned=1">'
-HOSTILE_ID = "SG9zdGlsZUhvc3RpbGVIbw"
 
 pytestmark = [
     pytest.mark.browser,
@@ -35,28 +33,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def incident_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The small ISR incident, plus a topic whose name is HTML."""
-    hostile = [
-        (3, ("TopicRecord", {"name": HOSTILE_TOPIC, "topicId": HOSTILE_ID})),
-        (
-            3,
-            (
-                "PartitionRecord",
-                {
-                    "partitionId": 0,
-                    "topicId": HOSTILE_ID,
-                    "replicas": [1, 2],
-                    "isr": [1, 2],
-                    "leader": 1,
-                    "removingReplicas": [],
-                    "addingReplicas": [],
-                    "leaderEpoch": 0,
-                    "partitionEpoch": 0,
-                },
-            ),
-        ),
-        (40, ("PartitionChangeRecord", {"partitionId": 0, "topicId": HOSTILE_ID, "isr": [1], "leader": -2})),
-    ]
-    events = sorted(INCIDENT_EVENTS + hostile, key=lambda e: e[0])
+    events = sorted(INCIDENT_EVENTS + HOSTILE_EVENTS, key=lambda e: e[0])
     return write_incident_bundle(tmp_path_factory.mktemp("bundle") / "incident", events)
 
 
@@ -95,9 +72,9 @@ def test_demo_report_draws_every_plot_offline(demo_report, tmp_path: Path) -> No
 
 
 @pytest.fixture(scope="module")
-def report_html(incident_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The HTML incident report of :func:`incident_bundle`."""
-    return build_report(incident_bundle, tmp_path_factory.mktemp("report") / "report.html")
+def report_html(incident_report: dict) -> Path:
+    """The HTML incident report of the small incident with its HTML, right-to-left and endless topic names."""
+    return incident_report["html"]
 
 
 def test_report_renders_offline_with_the_incident_visible(report_html: Path, tmp_path: Path) -> None:
@@ -121,21 +98,22 @@ def test_report_renders_offline_with_the_incident_visible(report_html: Path, tmp
             assert titles == ["Findings over time, by area",
                               "Quorum offset divergence: each node's lag behind the leader's log",
                               "Partition ISR state over time", "UnderMinIsrPartitionCount per leader broker"]
-            # the overview draws one bar per finding: 4 partitions under min ISR (orders-0, orders-1,
-            # payments-0, the HTML-named one), orders-1 offline; all critical
+            # the overview draws one bar per finding: 6 partitions under min ISR (orders-0, orders-1,
+            # payments-0, the three named ones), orders-1 offline; all critical
             overview = page.locator(".js-plotly-plot").nth(0)
-            assert overview.locator(".barlayer path").count() == 5
+            assert overview.locator(".barlayer path").count() == 7
             # every state interval is a drawn bar with a real extent
             isr_plot = page.locator(".js-plotly-plot").nth(2)  # after the overview and the quorum section
             bar_widths = isr_plot.locator(".barlayer path").evaluate_all("els => els.map(e => e.getBBox().width)")
-            assert len(bar_widths) == 16 and all(w > 0 for w in bar_widths)
+            # 16 intervals of the incident and the HTML-named partition, 3 of each of the other two names'
+            assert len(bar_widths) == 16 + 6 and all(w > 0 for w in bar_widths)
             line_paths = page.eval_on_selector_all(
                 ".js-plotly-plot .scatterlayer path.js-line", "els => els.map(e => e.getAttribute('d') || '')"
             )
             assert len(line_paths) == 3 and all("H" in d for d in line_paths)  # hv steps
             # the incident is named on the rows and in the legend; the HTML topic name as text
             rows = isr_plot.locator(".yaxislayer-above text").all_text_contents()
-            assert sorted(rows[:4]) == sorted(["payments-0", "orders-1", "orders-0", f"{HOSTILE_TOPIC}-0"])
+            assert len(rows) == 6 and {"payments-0", "orders-1", "orders-0", f"{HOSTILE_TOPIC}-0"} <= set(rows), rows
             legend = page.locator(".js-plotly-plot .legendtext").all_text_contents()
             assert legend == ["critical", "offline", "under min ISR", "at min ISR", "healthy", "broker 1", "broker 2",
                               "broker 3"]
@@ -145,8 +123,9 @@ def test_report_renders_offline_with_the_incident_visible(report_html: Path, tmp
             isr_plot.scroll_into_view_if_needed()
             under_min = isr_plot.locator(".barlayer .trace").nth(1).locator("path")
             boxes = [under_min.nth(i).bounding_box() for i in range(under_min.count())]
-            bottom = max(boxes, key=lambda b: b["y"])  # rows are sorted top down: payments-0 is last
-            page.mouse.move(bottom["x"] + bottom["width"] / 2, bottom["y"] + bottom["height"] / 2)
+            row = isr_plot.locator(".yaxislayer-above text").filter(has_text=re.compile(r"^payments-0$")).bounding_box()
+            bar = min(boxes, key=lambda b: abs(b["y"] + b["height"] / 2 - row["y"] - row["height"] / 2))
+            page.mouse.move(bar["x"] + bar["width"] / 2, bar["y"] + bar["height"] / 2)
             page.wait_for_selector(".hoverlayer .hovertext", timeout=5_000)
             hover = " ".join(page.locator(".hoverlayer .hovertext").all_text_contents())
             for text in ("payments", "under min ISR", "leader: 1", "ISR: [1]", "replicas: [3, 1, 2]", "min ISR: 2"):
@@ -162,39 +141,11 @@ def test_report_renders_offline_with_the_incident_visible(report_html: Path, tmp
 # --------------------------------------------------------------------------------------------
 # names that would make a report unreadable: a right-to-left override and 5,000 characters
 
-#: A topic whose name holds U+202E (RIGHT-TO-LEFT OVERRIDE): unescaped, it reverses everything after it.
-RLO_TOPIC = "pay\u202estnemyap"
-#: A topic name of 5,000 characters without a space.
-LONG_TOPIC = "long-" + "n" * 4990 + "-name"
 _INVISIBLE = "[\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff\u2028\u2029]"
 
 
-@pytest.fixture(scope="module")
-def unreadable_names_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The small ISR incident plus two topics with such names, each under min ISR for 48 s."""
-    import base64
-
-    from tests.test_report import _change, _partition
-
-    rlo_id, long_id = (base64.urlsafe_b64encode(raw).decode().rstrip("=") for raw in (b"rlo-topic-id-001",
-                                                                                       b"long-topic-id-01"))
-    extra = [
-        (3, ("TopicRecord", {"name": RLO_TOPIC, "topicId": rlo_id})),
-        (3, _partition(rlo_id, 0, [1, 2, 3], 1)),
-        (3, ("TopicRecord", {"name": LONG_TOPIC, "topicId": long_id})),
-        (3, _partition(long_id, 0, [1, 2, 3], 1)),
-        (12, _change(rlo_id, 0, [1])),
-        (12, _change(long_id, 0, [1])),
-        (60, _change(rlo_id, 0, [1, 2, 3])),
-        (60, _change(long_id, 0, [1, 2, 3])),
-    ]
-    events = sorted(INCIDENT_EVENTS + extra, key=lambda e: e[0])
-    bundle = write_incident_bundle(tmp_path_factory.mktemp("names") / "bundle", events)
-    return build_report(bundle, tmp_path_factory.mktemp("names-report") / "report.html")
-
-
 def test_bidi_override_and_endless_names_leave_findings_readable_and_timeline_usable(
-        unreadable_names_report: Path, tmp_path: Path) -> None:
+        report_html: Path, tmp_path: Path) -> None:
     """Offline, in Chromium: no bidirectional or invisible character reaches the page's text (each is
     shown as ``⟨U+202E⟩``), the findings about both topics read in order (name, then "partition 0 was
     under min ISR") on a line or two, the page does not scroll sideways, and the findings timeline and
@@ -204,7 +155,7 @@ def test_bidi_override_and_endless_names_leave_findings_readable_and_timeline_us
 
     from playwright.sync_api import sync_playwright
 
-    text = unreadable_names_report.read_text(encoding="utf-8")
+    text = report_html.read_text(encoding="utf-8")
     title = re.search(r"<title>(.*?)</title>", text, re.S).group(1)
     requested: list[str] = []
     with sync_playwright() as p:
@@ -212,7 +163,7 @@ def test_bidi_override_and_endless_names_leave_findings_readable_and_timeline_us
         try:
             page = browser.new_page(viewport={"width": 1300, "height": 900})
             page.route("http*://**", lambda route: (requested.append(route.request.url), route.abort()))
-            page.goto(unreadable_names_report.as_uri())
+            page.goto(report_html.as_uri())
             page.wait_for_selector(".js-plotly-plot .barlayer path", timeout=30_000)
             page.screenshot(path=str(tmp_path / "names-report.png"), full_page=True)
             assert page.evaluate("document.title") == html.unescape(title)
@@ -233,7 +184,7 @@ def test_bidi_override_and_endless_names_leave_findings_readable_and_timeline_us
 
             plots = page.locator(".js-plotly-plot")
             overview = plots.nth(0)
-            assert overview.locator(".barlayer path").count() == 6  # 5 partitions under min ISR, 1 offline
+            assert overview.locator(".barlayer path").count() == 7  # 6 partitions under min ISR, 1 offline
             isr_plot = plots.nth(2)
             rows = isr_plot.locator(".yaxislayer-above text").all_text_contents()
             assert "pay⟨U+202E⟩stnemyap-0" in rows

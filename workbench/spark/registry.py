@@ -552,11 +552,13 @@ class Tables(Mapping[str, "DataFrame"]):
 _SESSION_TABLES: dict[tuple, Tables] = {}
 
 
-def unpersist_all() -> None:
+def unpersist_all(keep: Callable[[Path], bool] | None = None) -> None:
     """Drop what every bundle loaded in this process keeps in Spark (persisted reads, Parquet
-    copies, derived results); each is read or computed again when next asked for."""
+    copies, derived results); each is read or computed again when next asked for. Bundles whose
+    root ``keep`` accepts keep theirs (a test session keeps the real bundles it reads again)."""
     for tables in list(_SESSION_TABLES.values()):
-        tables.unpersist()
+        if keep is None or not keep(tables.bundle.root):
+            tables.unpersist()
 
 
 def load(bundle: Bundle, spark: SparkSession, *, strict: bool = False, **options: Any) -> Tables:
