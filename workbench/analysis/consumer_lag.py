@@ -993,11 +993,16 @@ def burrow_inputs(lags: DataFrame, growth: DataFrame, *, instants: DataFrame | N
 
 
 def _burrow_kernel(pdf: pd.DataFrame, intervals: int, min_distance_s: int) -> pd.DataFrame:
-    """Burrow's status at every instant row of ``pdf``, for every (group, topic, partition) it holds."""
+    """Burrow's status at every instant row of ``pdf``, for every (group, topic, partition) it holds.
+
+    A row whose time is unknown (null) is left out (an instant of unknown time gets no status), and
+    so is a commit whose offset is unknown; a null partition stays null.
+    """
     import numpy as np
     import pandas as pd
 
     columns = [c.split()[0] for c in BURROW_SCHEMA.split(", ")]
+    pdf = pdf[pdf["time"].notna() & ~(pdf["is_commit"].fillna(False).astype(bool) & pdf["offset"].isna())]
     if pdf.empty:
         return pd.DataFrame(columns=columns)
     ms = (pd.to_datetime(pdf["time"]).astype("int64") // 1_000_000).to_numpy()
@@ -1023,7 +1028,7 @@ def _burrow_kernel(pdf: pd.DataFrame, intervals: int, min_distance_s: int) -> pd
         n = len(points)
         out["group"] += [group[lo]] * n
         out["topic"] += [topic[lo]] * n
-        out["partition"] += [int(part[lo])] * n
+        out["partition"] += [None if pd.isna(part[lo]) else int(part[lo])] * n
         point_rows += points
         out["status"] += [s for s, _w, _c in results]
         out["window"] += [w for _s, w, _c in results]

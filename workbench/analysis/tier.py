@@ -417,9 +417,12 @@ def _kernel_input(attempts: DataFrame, local: DataFrame, leaders: DataFrame | No
 
 
 def _split(pdf: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple[float, int]]]:
+    """A partition's kernel input as its copy attempts, local segments and leader changes (a change
+    whose time or leader is unknown is left out: it cannot be placed or named)."""
     attempts = pdf[pdf["kind"] == "attempt"][list(model.ATTEMPT_COLUMNS)].reset_index(drop=True)
     local = pdf[pdf["kind"] == "local"][list(model.LOCAL_COLUMNS)].reset_index(drop=True)
-    lead = pdf[pdf["kind"] == "leader"].sort_values("time", kind="stable")
+    lead = pdf[(pdf["kind"] == "leader") & pdf["time"].notna() & pdf["leader"].notna()]
+    lead = lead.sort_values("time", kind="stable")
     leaders = [(float(t), int(b)) for t, b in zip(lead["time"], lead["leader"], strict=True)]
     compact: list[tuple[float, int]] = []
     for t, b in leaders:
@@ -478,7 +481,8 @@ def apply_kernel(kernel_input: DataFrame, settings: Mapping[str, model.TopicSett
     empty = model.TopicSettings()
 
     def kernel(pdf: pd.DataFrame) -> pd.DataFrame:
-        topic, partition = str(pdf["topic"].iloc[0]), int(pdf["partition"].iloc[0])
+        topic, partition = pdf["topic"].iloc[0], pdf["partition"].iloc[0]
+        topic, partition = (None if pd.isna(topic) else str(topic)), (None if pd.isna(partition) else int(partition))
         attempts, local, leaders = _split(pdf)
         s = settings.get(topic, empty)
         history = model.build_history(attempts, local, s, env, leaders)
