@@ -47,9 +47,9 @@ chromium:
 
 # The quick loop: formats on committed fixtures, analyses on inline frames, widgets headless, the
 # registry, layers, docstrings, CLI checks, report composition. No Kafka (jars, clusters, bundles), no
-# notebook kernel or second JVM, no browser: the tests marked kafka, kernel, browser or cluster are
-# not collected, and nothing is fetched or built but the venv.
-CHECK_MARKERS := not kafka and not kernel and not browser and not cluster
+# notebook kernel or second JVM, no browser, no large synthetic input: the tests marked kafka,
+# kernel, browser, cluster or scale are not collected, and nothing is fetched or built but the venv.
+CHECK_MARKERS := not kafka and not kernel and not browser and not cluster and not scale
 check: venv
 	$(PY) -m pytest -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
 

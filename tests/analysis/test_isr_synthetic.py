@@ -17,7 +17,7 @@ import workbench
 from peer.synthetic import write_synthetic_metadata_log
 from workbench.analysis import isr
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.scale]
 
 
 def synthetic_bundle(root: Path, records: int, **kwargs) -> Path:
