@@ -23,21 +23,41 @@ import workbench
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
 
-def kernels() -> set[str]:
-    """``module.function`` of every numba kernel in the package (inlined ones have no code of their own)."""
+def _dispatchers() -> dict[str, object]:
+    """``module.function`` -> numba dispatcher, for every kernel of the package."""
     from numba.core.dispatcher import Dispatcher
 
-    found = set()
+    found = {}
     for info in pkgutil.walk_packages(workbench.__path__, "workbench."):
         spec = importlib.util.find_spec(info.name)
         if spec is None or spec.origin is None or "njit" not in Path(spec.origin).read_text():
             continue
         module = importlib.import_module(info.name)
         for obj in vars(module).values():
-            if (isinstance(obj, Dispatcher) and obj.__module__ == module.__name__
-                    and obj.targetoptions.get("inline", "never") != "always"):
-                found.add(f"{module.__name__.rsplit('.', 1)[-1]}.{obj.py_func.__qualname__}")
+            if isinstance(obj, Dispatcher) and obj.__module__ == module.__name__:
+                found[f"{module.__name__.rsplit('.', 1)[-1]}.{obj.py_func.__qualname__}"] = obj
     return found
+
+
+def kernels() -> set[str]:
+    """``module.function`` of every numba kernel in the package (inlined ones have no code of their own)."""
+    return {name for name, d in _dispatchers().items() if d.targetoptions.get("inline", "never") != "always"}
+
+
+def _called_from(reached: set[str]) -> set[str]:
+    """``reached`` and every kernel a reached kernel calls, transitively: a kernel loaded from the cache
+    holds the machine code of the kernels it calls, which compile therefore reaches too."""
+    dispatchers = _dispatchers()
+    done, todo = set(), list(reached)
+    while todo:
+        name = todo.pop()
+        if name in done or name not in dispatchers:
+            done.add(name)
+            continue
+        done.add(name)
+        module = name.rsplit(".", 1)[0]
+        todo += [f"{module}.{g}" for g in dispatchers[name].py_func.__code__.co_names if f"{module}.{g}" in dispatchers]
+    return done
 
 
 #: A line of numba's cache log naming an index or data file it loaded or saved.
@@ -59,8 +79,9 @@ def test_compile_reaches_every_kernel():
                           timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "decoders and replays on the demo bundle" in done.stderr
-    reached = {name for m in CACHE_LOG.finditer(done.stdout + done.stderr) if (name := _kernel_name(m.group(1)))}
-    assert expected - reached == set(), done.stderr[-2000:]
+    loaded = {name for m in CACHE_LOG.finditer(done.stdout + done.stderr) if (name := _kernel_name(m.group(1)))}
+    assert len(loaded) >= 10, done.stderr[-2000:]       # the cache log was read (entry points of driver and workers)
+    assert expected - _called_from(loaded) == set(), done.stderr[-2000:]
 
 
 @pytest.mark.full   # make test checks the same kernels are reached, on the cache make venv filled
