@@ -109,12 +109,19 @@ NAMED_TOPICS = (HOSTILE_TOPIC, RLO_TOPIC, LONG_TOPIC)
 
 
 def render_report(root: Path) -> dict:
-    """The HTML report (and its summary JSON) of the incident with the named topics, written under ``root``."""
+    """The incident with the named topics through ``workbench report`` (as a user runs it), under ``root``:
+    the bundle, the HTML report, its summary JSON, and what the command printed on stderr."""
     import json
-
-    from workbench.report import build_report
+    import subprocess
+    import sys
 
     bundle = write_incident_bundle(root / "incident", sorted(INCIDENT_EVENTS + NAMED_EVENTS, key=lambda e: e[0]))
     summary = root / "summary.json"
-    html = build_report(bundle, root / "report" / "report.html", parameters={"summary_path": str(summary)})
-    return {"bundle": bundle, "html": html, "summary": json.loads(summary.read_text(encoding="utf-8"))}
+    html = root / "report" / "report.html"
+    done = subprocess.run([sys.executable, "-m", "workbench", "report", "--bundle", str(bundle), "--out", str(html),
+                           "--summary", str(summary), "--fail-on", "never"],
+                          capture_output=True, text=True, timeout=1800, check=False)
+    if done.returncode != 0:
+        raise AssertionError(f"workbench report exited {done.returncode}: {done.stderr[-3000:]}")
+    return {"bundle": bundle, "html": html, "summary": json.loads(summary.read_text(encoding="utf-8")),
+            "stderr": done.stderr}

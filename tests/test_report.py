@@ -336,6 +336,14 @@ def test_incident_report_on_a_small_isr_incident(incident_report: dict) -> None:
     assert isr["under_min_isr_partition_seconds"] == 42.0 + 43.0 + 44.0 + 48.0 + 48.0 + 50.0
 
 
+def test_a_successful_report_prints_no_stack_trace_and_no_spark_log(incident_report: dict) -> None:
+    """``workbench report`` on the small incident: Spark's messages went to its log file, so stderr
+    holds no traceback, no Java stack frame and no Spark log line."""
+    lines = incident_report["stderr"].splitlines()
+    assert not [line for line in lines if re.search(r"Traceback|^\s+at [\w.$]+\(|Exception|\b(ERROR|WARN)\b", line)], \
+        incident_report["stderr"][-3000:]
+
+
 @pytest.mark.spark
 @pytest.mark.timeout(DEMO_REPORT_TIMEOUT_S)
 def test_incident_report_on_the_demo_bundle(demo_bundle: Path, demo_report) -> None:

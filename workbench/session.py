@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import workbench.classarchive as classarchive
@@ -16,6 +17,32 @@ if TYPE_CHECKING:
 MASTER_ENV = "WORKBENCH_SPARK_MASTER"
 #: Environment variable giving ``spark.driver.memory`` (``512m`` on Binder).
 MEMORY_ENV = "WORKBENCH_DRIVER_MEMORY"
+#: The driver JVM's logging: Spark's messages go to :func:`spark_log_path`, not to the terminal.
+LOG_CONFIG = Path(__file__).resolve().parent / "data" / "log4j2.properties"
+#: Newest log files kept; older ones are removed when a session starts.
+KEEP_LOGS = 50
+
+
+def spark_log_path() -> Path:
+    """The file a session made by this process logs Spark's messages to (one per process, in the cache)."""
+    cache = Path(os.environ.get("KAFKA_WORKBENCH_CACHE") or Path.home() / ".cache" / "kafka-workbench")
+    return cache.expanduser() / "logs" / f"spark-{os.getpid()}.log"
+
+
+def _log_options() -> str:
+    """Driver JVM options sending Spark's log to :func:`spark_log_path` (empty if its directory cannot be made)."""
+    log = spark_log_path()
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return ""
+    try:  # another process may be pruning at the same time
+        older = sorted(log.parent.glob("spark-*.log"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for stale in older[KEEP_LOGS:]:
+            stale.unlink(missing_ok=True)
+    except OSError:
+        pass
+    return f" -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()} -Dworkbench.log.file={log}"
 
 _ONE_MACHINE_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
@@ -62,7 +89,8 @@ def session(
     pyspark.sql.SparkSession
         The session, with the UTC time zone, few shuffle partitions, the UI off and Python
         workers running the current interpreter; its driver JVM maps the class archive
-        ``workbench compile`` recorded, if there is one (:mod:`workbench.classarchive`).
+        ``workbench compile`` recorded, if there is one (:mod:`workbench.classarchive`), and
+        logs to :func:`spark_log_path` (unless ``conf`` names the driver's JVM options).
 
     Examples
     --------
@@ -84,6 +112,7 @@ def session(
     archive = None
     if "spark.driver.extraJavaOptions" not in (conf or {}):
         settings["spark.driver.extraJavaOptions"], archive = classarchive.session_options()
+        settings["spark.driver.extraJavaOptions"] += _log_options()
     settings["spark.driver.memory"] = driver_memory or os.environ.get(MEMORY_ENV) or "1g"
     settings["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
     for key, value in (conf or {}).items():
@@ -109,7 +138,8 @@ def session(
             raise
         # a class archive the JVM cannot start with (cut short, overwritten): without it, and never again
         classarchive.discard(archive)
-        spark = builder.config("spark.driver.extraJavaOptions", classarchive.DRIVER_OPTIONS).getOrCreate()
+        spark = builder.config("spark.driver.extraJavaOptions",
+                               classarchive.DRIVER_OPTIONS + _log_options()).getOrCreate()
     if not remote:
         spark.sparkContext.setLogLevel("ERROR")
     register_sources(spark)
