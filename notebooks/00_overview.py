@@ -48,6 +48,8 @@ from workbench.analysis import correlate
 if not inv.report:  # interactive: the findings timeline first, its bars drawn area by area as each area's arrive
     inv.live_overview_timeline()
 chained = inv.chains()
+for failure in inv.failures_text():  # an area whose analysis failed: named first, the others reported
+    display(HTML('<p class="wb-summary wb-failed"><strong>' + text_html(failure) + "</strong></p>"))
 nothing = inv.nothing_to_analyse()
 if nothing:  # no area has data: say so first, list what was found, claim nothing about health
     display(HTML('<p class="wb-summary wb-nothing"><strong>' + text_html(nothing) + "</strong></p>"))

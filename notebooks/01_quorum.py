@@ -46,8 +46,8 @@ from widgets.tables import text_html
 from workbench.analysis import quorum as quorum_analysis
 from workbench.analysis.findings import ordered_findings
 
-quorum_data = inv.has_data("quorum")
-if not quorum_data:
+quorum_data = inv.has_data("quorum") and not inv.section_failed("quorum")
+if not inv.has_data("quorum"):
     display(HTML("<p>No KRaft metadata in this bundle: quorum health cannot be judged.</p>"))
 
 # %% [markdown]

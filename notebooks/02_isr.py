@@ -44,12 +44,12 @@ from widgets.findings import findings_html
 from workbench.analysis import isr as isr_analysis
 from workbench.analysis.findings import ordered_findings
 
-isr_data = inv.has_data("isr")
-if not isr_data and inv.bundle.metadata_files:
+isr_data = inv.has_data("isr") and not inv.section_failed("isr")
+if not inv.has_data("isr") and inv.bundle.metadata_files:
     n_meta = len(inv.bundle.metadata_files)
     display(HTML(f"<p>None of the bundle's {n_meta} KRaft metadata log file{'s' if n_meta != 1 else ''} yielded "
                  "a record (see the problems appendix): partition ISR health cannot be replayed.</p>"))
-elif not isr_data:
+elif not inv.has_data("isr"):
     display(HTML("<p>No KRaft metadata log in this bundle: partition ISR health cannot be replayed.</p>"))
 
 # %% [markdown]

@@ -48,8 +48,8 @@ from widgets.findings import findings_html
 from workbench.analysis import consumer_lag as lag_analysis
 from workbench.analysis.findings import areas, ordered_findings
 
-lag_data = inv.has_data("consumer_lag")
-if not lag_data:
+lag_data = inv.has_data("consumer_lag") and not inv.section_failed("consumer_lag")
+if not inv.has_data("consumer_lag"):
     display(HTML("<p>No <code>__consumer_offsets</code> commits or no data segments in this bundle: "
                  "consumer lag cannot be computed.</p>"))
 

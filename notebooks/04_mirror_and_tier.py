@@ -51,8 +51,8 @@ from widgets.findings import findings_html
 from workbench.analysis import mirror as mirror_analysis
 from workbench.analysis.findings import ordered_findings
 
-mirror_data = inv.has_data("mirror")
-if not mirror_data:
+mirror_data = inv.has_data("mirror") and not inv.section_failed("mirror")
+if not inv.has_data("mirror"):
     display(HTML("<p>No MirrorMaker 2 topic in this bundle: replication cannot be followed.</p>"))
 
 # %% [markdown]
@@ -126,8 +126,8 @@ from widgets.findings import findings_html
 from workbench.analysis import tier as tier_analysis
 from workbench.analysis.findings import ordered_findings
 
-tier_data = inv.has_data("tier")
-if not tier_data:
+tier_data = inv.has_data("tier") and not inv.section_failed("tier")
+if not inv.has_data("tier"):
     display(HTML("<p>No <code>__remote_log_metadata</code> event in this bundle: tiered-storage uploads "
                  "and deletions cannot be judged.</p>"))
 

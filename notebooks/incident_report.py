@@ -58,6 +58,8 @@ from workbench.analysis import correlate
 if not inv.report:  # interactive: the findings timeline first, its bars drawn area by area as each area's arrive
     inv.live_overview_timeline()
 chained = inv.chains()
+for failure in inv.failures_text():  # an area whose analysis failed: named first, the others reported
+    display(HTML('<p class="wb-summary wb-failed"><strong>' + text_html(failure) + "</strong></p>"))
 nothing = inv.nothing_to_analyse()
 if nothing:  # no area has data: say so first, list what was found, claim nothing about health
     display(HTML('<p class="wb-summary wb-nothing"><strong>' + text_html(nothing) + "</strong></p>"))
@@ -116,8 +118,8 @@ from widgets.tables import text_html
 from workbench.analysis import quorum as quorum_analysis
 from workbench.analysis.findings import ordered_findings
 
-quorum_data = inv.has_data("quorum")
-if not quorum_data:
+quorum_data = inv.has_data("quorum") and not inv.section_failed("quorum")
+if not inv.has_data("quorum"):
     display(HTML("<p>No KRaft metadata in this bundle: quorum health cannot be judged.</p>"))
 
 # %% [markdown]
@@ -184,12 +186,12 @@ from widgets.findings import findings_html
 from workbench.analysis import isr as isr_analysis
 from workbench.analysis.findings import ordered_findings
 
-isr_data = inv.has_data("isr")
-if not isr_data and inv.bundle.metadata_files:
+isr_data = inv.has_data("isr") and not inv.section_failed("isr")
+if not inv.has_data("isr") and inv.bundle.metadata_files:
     n_meta = len(inv.bundle.metadata_files)
     display(HTML(f"<p>None of the bundle's {n_meta} KRaft metadata log file{'s' if n_meta != 1 else ''} yielded "
                  "a record (see the problems appendix): partition ISR health cannot be replayed.</p>"))
-elif not isr_data:
+elif not inv.has_data("isr"):
     display(HTML("<p>No KRaft metadata log in this bundle: partition ISR health cannot be replayed.</p>"))
 
 # %% [markdown]
@@ -265,8 +267,8 @@ from widgets.findings import findings_html
 from workbench.analysis import consumer_lag as lag_analysis
 from workbench.analysis.findings import areas, ordered_findings
 
-lag_data = inv.has_data("consumer_lag")
-if not lag_data:
+lag_data = inv.has_data("consumer_lag") and not inv.section_failed("consumer_lag")
+if not inv.has_data("consumer_lag"):
     display(HTML("<p>No <code>__consumer_offsets</code> commits or no data segments in this bundle: "
                  "consumer lag cannot be computed.</p>"))
 
@@ -347,8 +349,8 @@ from widgets.findings import findings_html
 from workbench.analysis import mirror as mirror_analysis
 from workbench.analysis.findings import ordered_findings
 
-mirror_data = inv.has_data("mirror")
-if not mirror_data:
+mirror_data = inv.has_data("mirror") and not inv.section_failed("mirror")
+if not inv.has_data("mirror"):
     display(HTML("<p>No MirrorMaker 2 topic in this bundle: replication cannot be followed.</p>"))
 
 # %% [markdown]
@@ -422,8 +424,8 @@ from widgets.findings import findings_html
 from workbench.analysis import tier as tier_analysis
 from workbench.analysis.findings import ordered_findings
 
-tier_data = inv.has_data("tier")
-if not tier_data:
+tier_data = inv.has_data("tier") and not inv.section_failed("tier")
+if not inv.has_data("tier"):
     display(HTML("<p>No <code>__remote_log_metadata</code> event in this bundle: tiered-storage uploads "
                  "and deletions cannot be judged.</p>"))
 

@@ -43,6 +43,9 @@ class Investigation:
         The notebook parameters (``start``, ``end``, ``report``, area parameters...).
     start, end : datetime or None
         The time window (UTC) the views open on; ``None``: the whole bundle.
+    failed : dict
+        Areas whose findings or key figures raised, and why (:meth:`area_failure`): the report
+        says so first and goes on with the others.
     """
 
     bundle: Bundle
@@ -51,6 +54,7 @@ class Investigation:
     params: dict[str, Any] = field(default_factory=dict)
     start: dt.datetime | None = None
     end: dt.datetime | None = None
+    failed: dict[str, str] = field(default_factory=dict)
     _window: Any = field(default=None, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -79,7 +83,34 @@ class Investigation:
         """Every registered area's findings, most severe and earliest first (computed once)."""
         from workbench.analysis.findings import all_findings
 
-        return self.tables.derive(self._findings_key(), lambda: all_findings(self.tables, self.params))
+        return self.tables.derive(self._findings_key(),
+                                  lambda: all_findings(self.tables, self.params, failed=self.failed))
+
+    def area_failure(self, area: str) -> str | None:
+        """Why area ``area``'s findings could not be computed (None when they were, or it has no data)."""
+        self.findings()
+        return self.failed.get(area)
+
+    def failures_text(self) -> list[str]:
+        """One sentence per area that failed, for the report's first section."""
+        from workbench.analysis.findings import areas
+
+        self.findings()
+        titles = {name: area.title for name, area in areas().items()}
+        return [f"{titles.get(name, name)} could not be computed, and is left out of this report: {why}. "
+                "Every other area is reported." for name, why in self.failed.items()]
+
+    def section_failed(self, area: str) -> bool:
+        """Whether ``area`` failed; if it did, show why (in a notebook) where its section would be."""
+        why = self.area_failure(area)
+        if why is not None:
+            from IPython.display import HTML, display
+
+            from widgets.tables import text_html
+
+            display(HTML('<p class="wb-failed"><strong>' + text_html(
+                f"This area could not be computed: {why}. The other areas are reported.") + "</strong></p>"))
+        return why is not None
 
     def _findings_key(self) -> str:
         return f"findings:{self._key()}"
@@ -224,7 +255,14 @@ class Investigation:
         for name, area in areas().items():
             counts = {f"{r['severity']}_findings": int(r["n"]) for r in by_area if r["area"] == name}
             data = self.has_data(name)  # an area without data has no figures (not zeros)
-            extra = area.key_figures(self.tables, self.params) if area.key_figures and data else {}
+            extra: dict[str, Any] = {}
+            if area.key_figures and data and name not in self.failed:
+                try:
+                    extra = area.key_figures(self.tables, self.params)
+                except Exception as exc:  # noqa: BLE001 - the area is named as failed, the others stay
+                    from workbench.analysis.findings import failure_text
+
+                    self.failed[name] = failure_text(exc)
             figures[name] = {"title": area.title, "has_data": data, **counts, **extra}
         nothing = self.nothing_to_analyse()
         return {
@@ -235,6 +273,7 @@ class Investigation:
             "findings": frame_records(findings),
             "chains": frame_records(chain_summaries(self.chains()).toPandas()),
             "areas": figures,
+            "failed_areas": dict(self.failed),
             "problems": int(self.tables.problems.count()),
         }
 

@@ -388,7 +388,9 @@ def exit_code_for(summary: Mapping[str, Any] | None, fail_on: str) -> int:
     """:data:`EXIT_FINDINGS` when the summary holds a finding at or above ``fail_on``, else :data:`EXIT_OK`.
 
     :data:`EXIT_FAILED` whatever ``fail_on`` when the summary says the bundle held nothing to
-    analyse (``nothing_to_analyse``): a report on no data is not a clean bill of health.
+    analyse (``nothing_to_analyse``): a report on no data is not a clean bill of health; and when
+    every area with data failed (``failed_areas``): nothing could be reported. A report with some
+    areas failed and others computed is judged on the others' findings.
 
     Examples
     --------
@@ -398,10 +400,19 @@ def exit_code_for(summary: Mapping[str, Any] | None, fail_on: str) -> int:
     1
     >>> exit_code_for({"findings": [], "nothing_to_analyse": "The bundle holds no file ..."}, "never")
     2
+    >>> areas = {"isr": {"has_data": True}, "quorum": {"has_data": True}}
+    >>> exit_code_for({"findings": [], "areas": areas, "failed_areas": {"isr": "ArrowInvalid: ..."}}, "critical")
+    0
+    >>> exit_code_for({"findings": [], "areas": areas, "failed_areas": dict.fromkeys(areas, "...")}, "never")
+    2
     """
     if fail_on not in FAIL_ON:
         raise ConfigError(f"fail_on: expected one of {', '.join(FAIL_ON)}, got {fail_on!r}")
     if summary and summary.get("nothing_to_analyse"):
+        return EXIT_FAILED
+    failed = set((summary or {}).get("failed_areas") or {})
+    with_data = {name for name, a in ((summary or {}).get("areas") or {}).items() if a.get("has_data")}
+    if failed and with_data <= failed:
         return EXIT_FAILED
     if fail_on == "never" or not summary:
         return EXIT_OK

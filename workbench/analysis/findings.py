@@ -281,14 +281,18 @@ def grouped_findings(findings: DataFrame, *, min_subjects: int, phrases: Mapping
     return kept.unionByName(grouped.select(*FINDINGS_COLUMNS)).unionByName(untimed)
 
 
-def all_findings(tables: Any, params: Mapping[str, Any] | None = None) -> DataFrame:
+def all_findings(tables: Any, params: Mapping[str, Any] | None = None, *,
+                 failed: dict[str, str] | None = None) -> DataFrame:
     """The findings of every registered area on one bundle's tables, most severe and earliest first.
+
+    ``failed``: as :func:`findings_in_turn`'s (an area that raises is left out and named there).
 
     Examples
     --------
     >>> all_findings(workbench.load(bundle, spark)).show()   # doctest: +SKIP
     """
-    return findings_table(tables.spark, [row for _, area_rows in findings_in_turn(tables, params) for row in area_rows])
+    return findings_table(tables.spark, [row for _, area_rows in findings_in_turn(tables, params, failed=failed)
+                                         for row in area_rows])
 
 
 def findings_table(spark: Any, rows: list[Row]) -> DataFrame:
@@ -296,8 +300,13 @@ def findings_table(spark: Any, rows: list[Row]) -> DataFrame:
     return ordered_findings(spark.createDataFrame(rows, FINDINGS_SCHEMA))
 
 
-def findings_in_turn(tables: Any, params: Mapping[str, Any] | None = None) -> Iterator[tuple[str, list[Row]]]:
+def findings_in_turn(tables: Any, params: Mapping[str, Any] | None = None, *,
+                     failed: dict[str, str] | None = None) -> Iterator[tuple[str, list[Row]]]:
     """Each registered area's findings rows, area by area in registry order, as soon as each is computed.
+
+    With a ``failed`` dict, an area whose findings raise yields ``[]`` and ``failed[area]`` says
+    why (the exception's type and message), so one area that fails leaves the others' findings;
+    without one, the exception propagates.
 
     An area none of whose tables has a row yields ``[]``: it says so once, in the report's "no
     data" line, not in findings of what its inputs lack. The overview draws each area's bars as
@@ -312,7 +321,26 @@ def findings_in_turn(tables: Any, params: Mapping[str, Any] | None = None) -> It
         # findings are few (one row per episode or event): each area's are computed on their own
         # and kept as rows, so what follows (correlation, views) plans over a small local table
         # instead of every area's lineage at once, which outgrew a 512 MiB driver
-        yield area.name, check_findings(area.findings(tables, dict(params or {})), f"area {area.name}").collect()
+        try:
+            rows = check_findings(area.findings(tables, dict(params or {})), f"area {area.name}").collect()
+        except Exception as exc:  # noqa: BLE001 - named in the report's first section, the other areas go on
+            if failed is None:
+                raise
+            failed[area.name] = failure_text(exc)
+            rows = []
+        yield area.name, rows
+
+
+def failure_text(exc: BaseException) -> str:
+    """One line saying why an area failed: the exception's type and the first line of its message.
+
+    Examples
+    --------
+    >>> failure_text(ValueError("zero_copy_only was True\\nat ..."))
+    'ValueError: zero_copy_only was True'
+    """
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first[:300]}"
 
 
 def area_has_data(tables: Any, name: str) -> bool:
