@@ -377,6 +377,10 @@ def build_history(attempts: pd.DataFrame, local: pd.DataFrame, settings: TopicSe
                   leaders: Sequence[tuple[float, int]] = ()) -> pd.DataFrame:
     """One row per segment of one partition's log (remote, local, or a range no file or event holds).
 
+    A copy attempt whose offset range is unknown (null), or a local segment whose base offset is,
+    cannot be placed in the log and is left out; a local segment of unknown node uploaded nothing
+    known (its broker stays unknown).
+
     Parameters
     ----------
     attempts : pandas.DataFrame
@@ -400,7 +404,10 @@ def build_history(attempts: pd.DataFrame, local: pd.DataFrame, settings: TopicSe
         return ranges.setdefault((s, e), {"attempts": [], "local": None})
 
     for row in outcomes.itertuples(index=False):
+        if pd.isna(row.start_offset) or pd.isna(row.end_offset):
+            continue
         slot(int(row.start_offset), int(row.end_offset))["attempts"].append(row)
+    local = local[local["base_offset"].notna()] if not local.empty else local
     loc = local.sort_values("base_offset", kind="stable").reset_index(drop=True) if not local.empty else local
     bases = [int(b) for b in loc["base_offset"]] if not loc.empty else []
     for i, row in enumerate(loc.itertuples(index=False) if not loc.empty else []):
@@ -603,7 +610,7 @@ def build_history(attempts: pd.DataFrame, local: pd.DataFrame, settings: TopicSe
         if broker is None:
             at = _nanmax(rolled[i], out["created"][i])
             broker = leader_at(leaders, at)
-        if broker is None and rows[i]["local"] is not None:
+        if broker is None and rows[i]["local"] is not None and not pd.isna(rows[i]["local"].node_id):
             broker = int(rows[i]["local"].node_id)
         out["broker"].append(broker)
     frame = pd.DataFrame(out, columns=list(HISTORY_COLUMNS))

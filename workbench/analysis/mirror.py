@@ -1108,8 +1108,9 @@ def analysed(tables: Any, params: Mapping[str, Any] | None = None, *, start: Any
                          & F.col("kind").isin("source_offset", "offset_sync", "checkpoint"))
             .select("source_alias", "target_alias").distinct().collect()]
     flows = flows_of(mm2_properties(tables.bundle), seen)
-    mirror_clusters = {int(r["node_id"]): r["cluster"] for r in
-                       mirror.where(F.col("cluster").isNotNull()).select("node_id", "cluster").distinct().collect()}
+    mirror_clusters = {int(r["node_id"]): r["cluster"] for r in  # a row of unknown node names no node's cluster
+                       mirror.where(F.col("cluster").isNotNull() & F.col("node_id").isNotNull())
+                       .select("node_id", "cluster").distinct().collect()}
     observations = _derive(tables, f"{tag}:observations", lambda: lro_observations(mirror))
     upstream = [r[0] for r in observations.select("topic").distinct().collect()]
     clusters = cluster_of_nodes(tables.bundle, mirror_clusters, flows, upstream)
