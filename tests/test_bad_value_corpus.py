@@ -1,16 +1,23 @@
 """Real bundles with one bad value each go through what the report computes (a sample of the corpus).
 
-The corpus (``benchmarks/bad_value_corpus.py``) changes one value of one file of a real scenario
-bundle captured from Apache Kafka, for every reader (metadata log records and batches, data
-segment batches, ``__consumer_offsets`` commits, JmxTool CSV, Prometheus text, properties files,
-``manifest.json``, ``quorum-state``, snapshots, tool captures), binary values written with a valid
-CRC. Here a fixed sample of it, holding every reader and every kind of bad value, runs in this
-session's Spark: each variant must load without an error, name the file, its position and the raw
-value in a row of the report's problems appendix (``inv.tables.problems`` as the appendix orders
-and cuts it, read before any table was built, so a file no report section reads, such as a
-``kafka-topics --describe`` capture, is in it too), and leave every row of every table it
-reaches identical to the clean bundle's outside the touched row. The whole corpus, with every
-affected area's findings compared subject by subject, is ``python benchmarks/bad_value_corpus.py``.
+The corpus (:mod:`peer.corpus`; ``benchmarks/bad_value_corpus.py`` from the command line) changes
+one value of one file of a real scenario bundle captured from Apache Kafka, for every reader
+(metadata log records and batches, data segment batches, ``__consumer_offsets`` commits, JmxTool
+CSV, Prometheus text, properties files, ``manifest.json``, ``quorum-state``, snapshots, tool
+captures), binary values written with a valid CRC. Here a fixed sample of it, holding every reader
+and every kind of bad value, runs in this session's Spark: each variant must load without an error,
+name the file, its position and the raw value in a row of the report's problems appendix
+(``inv.tables.problems`` as the appendix orders and cuts it, read before any table was built, so a
+file no report section reads, such as a ``kafka-topics --describe`` capture, is in it too), and
+leave every row of every table it reaches identical to the clean bundle's outside the touched row.
+
+Findings too (each affected area's, subject by subject, equal to the clean bundle's outside the
+subjects the value touches): ``make test`` takes the first variant of each reader, table, area and
+compiled path (:func:`peer.corpus.covering`, from the registries: a new one is covered without an
+edit), and the three bundles of issue 43 (a PartitionChangeRecord batch stamped in the year 3000,
+at 2^62 ms, at -5 ms), one of them also through the real ``workbench report``; ``make test-full``
+the whole corpus. A module with a compiled kernel that no compiled path names
+(:data:`workbench.kernels.COMPILED_PATHS`), or a compiled path no variant reaches, fails here.
 
 Variants of one scenario then go through the real report pipeline (the composed notebook, its HTML,
 the summary JSON, the exit code) in two kept kernels taking reports from one queue, each one Python
@@ -25,7 +32,7 @@ from __future__ import annotations
 
 import pytest
 
-from peer.corpus import corpus, run_corpus, sample
+from peer.corpus import BUNDLES, VERSION, corpus, covering, run_cli, run_corpus, sample, targets
 from workbench.errors import ConfigError
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -53,6 +60,55 @@ def test_each_bad_value_is_a_problem_and_nothing_else_changes(spark, variants, t
     result = run_corpus(spark, sample(variants), work=tmp_path, findings=False)
     assert result["failures"] == {}
     assert result["passed"] == result["variants"] >= 20
+
+
+def test_every_kernel_module_is_on_a_compiled_path_that_a_bad_value_reaches(variants, kafka_bundle):
+    from pathlib import Path
+
+    from workbench.kernels import COMPILED_PATHS, kernel_modules
+
+    declared = {m for p in COMPILED_PATHS for m in p.modules}
+    assert kernel_modules() - declared == set(), "a module with a numba kernel is on no compiled path"
+    bundles = {s: Path(kafka_bundle(BUNDLES[s], VERSION)) for s in BUNDLES}
+    reached = set().union(*(targets(v, bundles[v.scenario]) for v in variants))
+    missed = {p.name for p in COMPILED_PATHS if not p.unreached and f"path:{p.name}" not in reached}
+    assert missed == set(), "compiled paths no bad value of the corpus reaches"
+
+
+@pytest.mark.timeout(3600)
+def test_a_bad_value_of_each_reader_table_area_and_compiled_path_leaves_other_findings_alone(
+        spark, variants, kafka_bundle, tmp_path):
+    chosen = covering(variants, build=kafka_bundle)
+    assert {v.reader for v in chosen} == {v.reader for v in variants}
+    result = run_corpus(spark, chosen, work=tmp_path, findings=True)
+    assert result["failures"] == {}
+    assert result["passed"] == result["variants"] == len(chosen)
+
+
+@pytest.mark.timeout(3600)   # a real report on a loaded 2-core machine: 3 to 15 minutes
+def test_a_partition_change_batch_stamped_out_of_range_gives_findings_and_a_report(
+        spark, variants, kafka_bundle, tmp_path):
+    """Issue 43: the ``isr`` log with one PartitionChangeRecord batch written again by the encoder,
+    stamped in the year 3000, at 2^62 ms and at -5 ms (valid CRC): every area's findings equal the
+    clean bundle's outside the batch's partitions, and the real report exits 0 or 1 with the value in
+    its problems appendix."""
+    restamped = [v for v in variants if v.field == "PartitionChangeRecord.batch_time"]
+    assert sorted(v.raw for v in restamped) == sorted(["32503680000000", str(2**62), "-5"])
+    result = run_corpus(spark, restamped, work=tmp_path / "findings", findings=True)
+    assert result["failures"] == {}
+    assert result["passed"] == 3
+    (tmp_path / "reports").mkdir()
+    (report,) = run_cli([v for v in restamped if v.kind == "year3000"], tmp_path / "reports", build=kafka_bundle)
+    assert report["ok"], report
+    assert report["exit"] in (0, 1)
+
+
+@pytest.mark.full   # make test runs the variants of test_a_bad_value_of_each_reader_...
+@pytest.mark.timeout(6 * 3600)
+def test_every_bad_value_leaves_other_findings_alone(spark, variants, tmp_path):
+    result = run_corpus(spark, variants, work=tmp_path, findings=True)
+    assert result["failures"] == {}
+    assert result["passed"] == result["variants"] == len(variants)
 
 
 def _notebook(path):
