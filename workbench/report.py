@@ -36,6 +36,10 @@ __all__ = [
     "run_report",
 ]
 
+
+#: Arguments of every report kernel: its own notices (a loopback kernel's "running over TCP without
+#: encryption") are not a report's output; errors still show.
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 #: Cells with these tags are dropped from the HTML (the parameter cells).
 HIDDEN_CELL_TAGS = frozenset({"parameters", "injected-parameters"})
 
@@ -288,6 +292,7 @@ def _execute(notebook: Path, executed: Path, parameters: dict[str, Any], kernel_
             progress_bar=False,
             log_output=False,
             execution_timeout=timeout,
+            extra_arguments=KERNEL_ARGUMENTS,
             **engine,
         )
     except PapermillExecutionError as exc:
@@ -739,10 +744,11 @@ def _kept_kernel_engine() -> type:
         def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, *, kernel: ReportKernel,
                                      log_output: bool = False, stdout_file: Any = None, stderr_file: Any = None,
                                      start_timeout: float = 60, execution_timeout: float | None = None,
-                                     **_: Any) -> Any:
+                                     extra_arguments: list[str] | None = None, **_: Any) -> Any:
             client = PapermillNotebookClient(nb_man, km=kernel.km, kernel_name=kernel_name, timeout=execution_timeout,
                                              startup_timeout=start_timeout, log=logger, log_output=log_output,
-                                             stdout_file=stdout_file, stderr_file=stderr_file)
+                                             stdout_file=stdout_file, stderr_file=stderr_file,
+                                             extra_arguments=list(extra_arguments or []))
             client.kc = kernel.kc  # None the first time: nbclient starts the kernel and its client
             starting = not kernel.km.has_kernel
             try:
