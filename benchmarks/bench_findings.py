@@ -1,25 +1,52 @@
-"""Seconds each registered area takes to compute its findings on one bundle, in one Spark session.
+"""What each registered area costs to compute its findings on one bundle, in one Spark session.
 
 What a report's findings cell (and the overview notebook's first cell) spends, area by area in
-registry order, as the report computes them: the first area also pays the session's first table
-loads. Usage::
+registry order, as the report computes them: wall seconds, Spark jobs and stages, and py4j round
+trips (calls from Python into the driver JVM), the fixed costs that dominate on small bundles. The
+first area also pays the session's first table loads. Usage::
 
-    python benchmarks/bench_findings.py BUNDLE [--master local[2]]
+    python benchmarks/bench_findings.py BUNDLE [--master local[2]] [--json FILE]
 
-Prints one line per area (``has_data`` and ``findings`` seconds, findings rows) and the total,
-session start included.
+Prints one line per area and the total, session start included.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from contextlib import contextmanager
+
+
+@contextmanager
+def _counting_py4j():
+    """Count py4j commands sent to the JVM while the block runs (``counts["calls"]``)."""
+    from py4j.clientserver import ClientServerConnection
+    from py4j.java_gateway import GatewayConnection
+
+    counts = {"calls": 0}
+    originals = {cls: cls.send_command for cls in (ClientServerConnection, GatewayConnection)}
+
+    def wrap(send):
+        def send_command(self, command, *args, **kwargs):
+            counts["calls"] += 1
+            return send(self, command, *args, **kwargs)
+        return send_command
+
+    for cls, send in originals.items():
+        cls.send_command = wrap(send)
+    try:
+        yield counts
+    finally:
+        for cls, send in originals.items():
+            cls.send_command = send
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bundle", help="bundle directory or archive")
     parser.add_argument("--master", default=None, help="Spark master (default: workbench.session's)")
+    parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
 
     import workbench
@@ -28,16 +55,31 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.monotonic()
     spark = workbench.session(args.master)
+    tracker = spark.sparkContext.statusTracker()
     inv = open_investigation(args.bundle, params={"bundle": args.bundle, "report": True}, spark=spark)
-    print(f"session and investigation: {time.monotonic() - t0:.1f} s", flush=True)
+    rows_out = {"session_s": round(time.monotonic() - t0, 1), "areas": {}}
+    print(f"session and investigation: {rows_out['session_s']:.1f} s", flush=True)
+    print(f"{'area':<14}{'has_data s':>11}{'findings s':>11}{'rows':>6}{'jobs':>6}{'stages':>8}{'py4j':>8}")
     for area in areas().values():
-        a = time.monotonic()
-        has = area_has_data(inv.tables, area.name)
-        b = time.monotonic()
-        rows = check_findings(area.findings(inv.tables, dict(inv.params)), area.name).collect() if has else []
-        print(f"{area.name}: has_data {b - a:.1f} s, findings {time.monotonic() - b:.1f} s, {len(rows)} rows",
+        spark.sparkContext.setJobGroup(f"bench-{area.name}", area.name)
+        with _counting_py4j() as py4j:
+            a = time.monotonic()
+            has = area_has_data(inv.tables, area.name)
+            b = time.monotonic()
+            rows = check_findings(area.findings(inv.tables, dict(inv.params)), area.name).collect() if has else []
+            c = time.monotonic()
+        jobs = tracker.getJobIdsForGroup(f"bench-{area.name}")
+        stages = sum(len(info.stageIds) for j in jobs if (info := tracker.getJobInfo(j)) is not None)
+        figures = {"has_data_s": round(b - a, 1), "findings_s": round(c - b, 1), "rows": len(rows),
+                   "jobs": len(jobs), "stages": stages, "py4j_calls": py4j["calls"]}
+        rows_out["areas"][area.name] = figures
+        print(f"{area.name:<14}{b - a:>11.1f}{c - b:>11.1f}{len(rows):>6}{len(jobs):>6}{stages:>8}{py4j['calls']:>8}",
               flush=True)
-    print(f"total {time.monotonic() - t0:.1f} s")
+    rows_out["total_s"] = round(time.monotonic() - t0, 1)
+    print(f"total {rows_out['total_s']:.1f} s")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(rows_out, out, indent=2)
     spark.stop()
     return 0
 
