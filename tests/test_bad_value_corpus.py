@@ -85,7 +85,7 @@ def test_a_bad_value_of_each_reader_table_area_and_compiled_path_leaves_other_fi
     assert result["passed"] == result["variants"] == len(chosen)
 
 
-@pytest.mark.timeout(3600)   # a real report on a loaded 2-core machine: 3 to 15 minutes
+@pytest.mark.timeout(3600)   # a real report (papermill, HTML) beside the findings
 def test_a_partition_change_batch_stamped_out_of_range_gives_findings_and_a_report(
         spark, variants, kafka_bundle, tmp_path):
     """Issue 43: the ``isr`` log with one PartitionChangeRecord batch written again by the encoder,
