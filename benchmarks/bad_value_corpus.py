@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rest", action="store_true", help="only the variants outside that sample")
     parser.add_argument("--spread", action="store_true",
                         help="take the readers in turn (one variant of each, then the next of each...)")
+    parser.add_argument("--part", default="", metavar="I/N",
+                        help="only every N-th variant from the I-th (after --spread): N processes side by side")
     parser.add_argument("--kernels", type=int, default=1, metavar="N",
                         help="--report: N kept kernels side by side (2 suits a 2-core machine)")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
@@ -53,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
             by_reader.setdefault(v.reader, []).append(v)
         turns = list(by_reader.values())
         variants = [g[i] for i in range(max(map(len, turns), default=0)) for g in turns if i < len(g)]
+    if args.part:
+        index, parts = (int(x) for x in args.part.split("/"))
+        variants = variants[index::parts]
     if args.limit:
         variants = variants[: args.limit]
     if args.list:
