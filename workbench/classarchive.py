@@ -72,6 +72,11 @@ def _spark_jars() -> Path | None:
     return jars if jars.is_dir() else None
 
 
+def cache_dir() -> Path:
+    """The workbench's cache directory: ``$KAFKA_WORKBENCH_CACHE``, else ``~/.cache/kafka-workbench``."""
+    return Path(os.environ.get("KAFKA_WORKBENCH_CACHE") or Path.home() / ".cache" / "kafka-workbench").expanduser()
+
+
 def archive_path() -> Path | None:
     """Where the archive for this JDK, this Spark and :data:`DRIVER_OPTIONS` is kept (None: no Java or Spark found)."""
     java, jars = _java(), _spark_jars()
@@ -82,8 +87,7 @@ def archive_path() -> Path | None:
     h.update(f"{java}\0{st.st_size}\0{st.st_mtime_ns}\0{DRIVER_OPTIONS}\0{jars}\0".encode())
     for jar in sorted(jars.iterdir()):
         h.update(f"{jar.name}\0{jar.stat().st_size}\0".encode())
-    cache = Path(os.environ.get("KAFKA_WORKBENCH_CACHE") or Path.home() / ".cache" / "kafka-workbench")
-    return cache.expanduser() / "jvm" / f"driver-{h.hexdigest()[:16]}.jsa"
+    return cache_dir() / "jvm" / f"driver-{h.hexdigest()[:16]}.jsa"
 
 
 def session_options() -> tuple[str, Path | None]:

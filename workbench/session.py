@@ -25,8 +25,7 @@ KEEP_LOGS = 50
 
 def spark_log_path() -> Path:
     """The file a session made by this process logs Spark's messages to (one per process, in the cache)."""
-    cache = Path(os.environ.get("KAFKA_WORKBENCH_CACHE") or Path.home() / ".cache" / "kafka-workbench")
-    return cache.expanduser() / "logs" / f"spark-{os.getpid()}.log"
+    return classarchive.cache_dir() / "logs" / f"spark-{os.getpid()}.log"
 
 
 def _log_options() -> str:
