@@ -44,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="--report: N kept kernels side by side (2 suits a 2-core machine)")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help="--report: start no variant after this many seconds (the rest counted as not_run)")
+    parser.add_argument("--record", type=Path, default=None, metavar="JSONL",
+                        help="append each variant's result to this file as a JSON line, and skip the variants "
+                             "it already holds (a run stopped part-way resumes where it stopped)")
     args = parser.parse_args(argv)
     variants = [v for v in corpus() if args.only in v.id]
     if args.sample or args.rest:
@@ -58,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.part:
         index, parts = (int(x) for x in args.part.split("/"))
         variants = variants[index::parts]
+    recorded = _recorded(args.record) if args.record else set()
+    variants = [v for v in variants if v.id not in recorded]
     if args.limit:
         variants = variants[: args.limit]
     if args.list:
@@ -66,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     def progress(r: dict) -> None:
+        if args.record:
+            with args.record.open("a") as out:  # one short append per line: parts may share the file
+                out.write(json.dumps(r, sort_keys=True) + "\n")
         if args.verbose:
             print(("ok  " if r["ok"] else "FAIL") + f" {r['seconds']:6.1f}s {r['id']} {r['reasons'][:2]}",
                   file=sys.stderr, flush=True)
@@ -93,6 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(result, sort_keys=True))
     cli_ok = all(r["ok"] for r in result.get("cli", {}).get("results", []))
     return 0 if result["failed"] == 0 and cli_ok else 1
+
+
+def _recorded(path: Path) -> set[str]:
+    """The variant ids a ``--record`` file already holds (none if it does not exist yet)."""
+    if not path.exists():
+        return set()
+    return {json.loads(line)["id"] for line in path.read_text().splitlines() if line.strip()}
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ offline).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -293,7 +294,7 @@ def _execute(notebook: Path, executed: Path, parameters: dict[str, Any], kernel_
             log_output=False,
             execution_timeout=timeout,
             extra_arguments=KERNEL_ARGUMENTS,
-            **engine,
+            **(engine or {"kernel_manager_class": _kernel_manager_class()}),
         )
     except PapermillExecutionError as exc:
         raise ReportError(
@@ -704,7 +705,6 @@ class ReportKernel:
     def _engine_arguments(self) -> dict[str, Any]:
         """papermill's engine and its arguments for a run in this kernel (a kernel manager made if
         none is alive; the engine starts its kernel)."""
-        from jupyter_client.manager import AsyncKernelManager
         from jupyter_core.utils import run_sync
         from papermill.engines import papermill_engines
 
@@ -713,7 +713,7 @@ class ReportKernel:
         if self.km is not None and not run_sync(self.km.is_alive)():
             self.discard()  # died between two reports
         if self.km is None:
-            self.km = AsyncKernelManager(kernel_name=self.kernel_name)
+            self.km = _kernel_manager_class()(kernel_name=self.kernel_name)
         return {"engine_name": _ENGINE, "kernel": self, "start_timeout": self.startup_timeout}
 
     def _release(self) -> None:
@@ -730,6 +730,22 @@ class ReportKernel:
             client.execute()
         except Exception:  # a kernel that cannot drop what it kept is not reused
             self.discard()
+
+
+@functools.cache
+def _kernel_manager_class() -> type:
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietShutdownKernelManager(AsyncKernelManager):
+        """jupyter_client's manager without the interrupt it sends before every shutdown: a report's
+        kernel is idle by then (or killed outright on a timeout), and the interrupt only races with
+        the kernel's last message and logs "KeyboardInterrupt caught in kernel" on a good run."""
+
+        async def _async_interrupt_kernel(self) -> None:
+            if not self.shutting_down:
+                await super()._async_interrupt_kernel()
+
+    return QuietShutdownKernelManager
 
 
 def _kept_kernel_engine() -> type:

@@ -239,7 +239,10 @@ def test_log_end_at_past_moments_equals_the_brokers_log_end_offset_metric(bundle
     got["log_end_offset"] = got.log_end_offset.fillna(0).astype(int)   # before the first batch: 0
     bad = got[got.log_end_offset != got.jmx]
     assert bad.empty, bad.head(20).to_string()
-    assert len(got) >= 200 and (got.jmx > 0).sum() >= 100
+    # how many samples are quiet depends on how long the scenario's waits took: every partition of
+    # the five topics must have one after its first batch, whatever the pace of the run
+    nonzero = got[got.jmx > 0].groupby(["topic", "partition"]).size()
+    assert len(got) >= 50 and len(nonzero) == 2 * len(LAG_TOPICS[:5]), nonzero.to_string()
 
 
 def _tool_text(path: Path, manifest: dict, tool: str, *needles: str) -> list[tuple[dict, str]]:
