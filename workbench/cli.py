@@ -25,6 +25,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     result = run_report(args.bundle, args.out, notebook=args.notebook, parameters=params, summary=args.summary,
                         fail_on=args.fail_on, archive_limits=_archive_limits(args))
     print(result.path)
+    for view in (result.summary or {}).get("failed_views") or []:
+        print(f"workbench: a part of the report could not be drawn (cell {view['cell']}): {view['error']}",
+              file=sys.stderr)
     if result.exit_code == EXIT_FINDINGS:
         print(f"workbench: findings at or above {args.fail_on} (see the report)", file=sys.stderr)
     elif result.exit_code == EXIT_FAILED:

@@ -12,6 +12,7 @@ Examples
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,9 @@ class Investigation:
     failed : dict
         Areas whose findings or key figures raised, and why (:meth:`area_failure`): the report
         says so first and goes on with the others.
+    failed_views : list of dict
+        Report cells that raised after the findings were computed (:func:`guard_report_cells`):
+        each one's execution count and why; the report shows why in its place and goes on.
     """
 
     bundle: Bundle
@@ -55,7 +59,10 @@ class Investigation:
     start: dt.datetime | None = None
     end: dt.datetime | None = None
     failed: dict[str, str] = field(default_factory=dict)
+    failed_views: list[dict[str, Any]] = field(default_factory=list)
     _window: Any = field(default=None, repr=False)
+    _summary_path: Path | None = field(default=None, repr=False)
+    _summary: dict[str, Any] | None = field(default=None, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -274,14 +281,35 @@ class Investigation:
             "chains": frame_records(chain_summaries(self.chains()).toPandas()),
             "areas": figures,
             "failed_areas": dict(self.failed),
+            "failed_views": list(self.failed_views),
             "problems": int(self.tables.problems.count()),
         }
 
     def write_summary(self, path: str | Path) -> Path:
-        """Write :meth:`summary` as JSON (the scheduler's reading of the report)."""
+        """Write :meth:`summary` as JSON (the scheduler's reading of the report); a view that fails
+        later in the report is added to the same file (:meth:`view_failed`)."""
         from workbench.summary import write_json
 
-        return write_json(path, self.summary())
+        self._summary_path, self._summary = Path(path), self.summary()
+        return write_json(path, self._summary)
+
+    def view_failed(self, exc: BaseException) -> None:
+        """Record a report cell that raised, show why in its place, and add it to the summary written."""
+        from IPython import get_ipython
+        from IPython.display import HTML, display
+
+        from widgets.tables import text_html
+        from workbench.analysis.findings import failure_text
+        from workbench.summary import write_json
+
+        shell = get_ipython()
+        why = failure_text(exc)
+        self.failed_views.append({"cell": getattr(shell, "execution_count", None), "error": why})
+        display(HTML('<p class="wb-failed wb-view-failed"><strong>' + text_html(
+            f"This part of the report could not be drawn: {why}. Every other part is reported.") + "</strong></p>"))
+        if self._summary_path is not None and self._summary is not None:
+            self._summary["failed_views"] = list(self.failed_views)
+            write_json(self._summary_path, self._summary)
 
     def _key(self) -> str:
         return repr(sorted(self.params.items()))
@@ -429,9 +457,75 @@ def open_investigation(bundle: str | Path | None = "", *, spark: SparkSession | 
     key = (id(spark), str(Path(path).resolve()), repr(sorted(values.items(), key=lambda kv: kv[0])),
            repr(sorted(options.items())))
     found = _OPEN.get(key)
-    if found is not None:
-        return found
-    opened = open_bundle(path)
-    inv = Investigation(opened, spark, load(opened, spark, **options), values, start, end)
-    _OPEN[key] = inv
-    return inv
+    if found is None:
+        opened = open_bundle(path)
+        found = _OPEN[key] = Investigation(opened, spark, load(opened, spark, **options), values, start, end)
+    if found.report:
+        guard_report_cells(found)
+    return found
+
+
+# ------------------------------------------------------------------------------------------
+# a report goes on past a cell that raises
+
+#: The investigation of the report running in this kernel (its cells are guarded), or None.
+_REPORTING: Investigation | None = None
+
+
+class _GuardedCell(ast.NodeTransformer):
+    """Wraps a cell's code in ``try``/``except Exception``: the exception goes to :func:`cell_failed`
+    (an IPython AST transformer). A last bare expression is still displayed, as IPython would."""
+
+    def visit_Module(self, node: ast.Module) -> ast.Module:
+        if not node.body:
+            return node
+        body = list(node.body)
+        if isinstance(body[-1], ast.Expr):
+            hook = ast.parse("__import__('IPython').get_ipython().displayhook(None)", mode="eval").body
+            hook.args = [body[-1].value]
+            body[-1] = ast.Expr(hook)
+        failed = ast.parse("__import__('workbench.investigation', fromlist=['cell_failed'])"
+                           ".cell_failed(_workbench_cell_error)").body[0]
+        handler = ast.ExceptHandler(type=ast.Name("Exception", ast.Load()), name="_workbench_cell_error",
+                                    body=[failed])
+        node.body = [ast.Try(body=body, handlers=[handler], orelse=[], finalbody=[])]
+        return ast.fix_missing_locations(node)
+
+
+def guard_report_cells(inv: Investigation) -> None:
+    """From the next cell on, a report cell that raises shows why in its place and the report goes on.
+
+    A view that cannot be drawn (a bad value its figure meets, a widget bug) must not lose the
+    findings and every other section already computed; the failure is recorded in the summary
+    (``failed_views``) and named at the top of the HTML. Only in an IPython kernel; undone by
+    :func:`release_report_cells` (a kept report kernel runs it between reports).
+    """
+    global _REPORTING
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    _REPORTING = inv
+    if not any(isinstance(t, _GuardedCell) for t in shell.ast_transformers):
+        shell.ast_transformers.append(_GuardedCell())
+
+
+def release_report_cells() -> None:
+    """Cells raise as usual again (see :func:`guard_report_cells`)."""
+    global _REPORTING
+    _REPORTING = None
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is not None:
+        shell.ast_transformers[:] = [t for t in shell.ast_transformers if not isinstance(t, _GuardedCell)]
+
+
+def cell_failed(exc: Exception) -> None:
+    """A guarded cell raised: the report's investigation records it; outside a report, it raises."""
+    if _REPORTING is None:
+        raise exc
+    _REPORTING.view_failed(exc)

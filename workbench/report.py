@@ -337,6 +337,7 @@ def _to_html(executed: Path, title: str) -> str:
             data = output.get("data", {})
             if isinstance(data.get("text/html"), str):
                 data["text/html"] = _PLOTLY_MATHJAX.sub("", data["text/html"])
+    _name_failed_views(nb)
     nb.metadata["title"] = title
     exporter = HTMLExporter(
         template_name="lab",
@@ -351,6 +352,34 @@ def _to_html(executed: Path, title: str) -> str:
     )
     body, _resources = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
     return body
+
+
+def _name_failed_views(nb: Any) -> None:
+    """Name at the top of the report (after its title) every part that could not be drawn: each
+    failed cell (:func:`workbench.investigation.guard_report_cells`) by the heading above it."""
+    import nbformat
+
+    from widgets.tables import text_html
+
+    failed, heading = [], None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            found = re.findall(r"(?m)^#+ +(.+)$", cell.source)
+            heading = found[-1].strip() if found else heading
+            continue
+        for output in cell.get("outputs", []):
+            html = output.get("data", {}).get("text/html", "")
+            if isinstance(html, str) and "wb-view-failed" in html:
+                failed.append(heading or "(before the first heading)")
+    if not failed:
+        return
+    parts = ", ".join(dict.fromkeys(failed))
+    text = (f"{len(failed)} part{'s' if len(failed) != 1 else ''} of this report could not be drawn ({parts}); "
+            "each says why in its place. Everything else is reported.")
+    banner = nbformat.v4.new_code_cell("", outputs=[nbformat.v4.new_output(
+        "display_data", data={"text/html": '<p class="wb-summary wb-failed"><strong>' + text_html(text)
+                              + "</strong></p>"})])
+    nb.cells.insert(1 if nb.cells and nb.cells[0].cell_type == "markdown" else 0, banner)
 
 
 def _check_offline(body: str, executed: Path | None) -> None:
@@ -614,6 +643,7 @@ from pyspark.sql import SparkSession
 workbench.spark.registry.unpersist_all()
 workbench.spark.registry._SESSION_TABLES.clear()
 workbench.investigation._OPEN.clear()
+workbench.investigation.release_report_cells()
 if SparkSession.getActiveSession() is not None:
     SparkSession.getActiveSession().catalog.clearCache()
 get_ipython().run_line_magic("reset", "-f")
