@@ -154,3 +154,14 @@ def redraw(widget: Any, figure: Any) -> None:
         widget.data = ()
         widget.add_traces(list(figure.data))
         widget.layout = figure.layout
+
+
+def empty_figure(title: str, message: str) -> go.Figure:
+    """A titled figure without axes that says ``message`` (a view with nothing to draw)."""
+    from widgets._frames import plotly_text
+
+    fig = go.Figure()
+    fig.update_layout(title=title, height=300, xaxis={"visible": False}, yaxis={"visible": False},
+                      annotations=[{"text": plotly_text(message), "showarrow": False, "xref": "paper",
+                                    "yref": "paper", "x": 0.5, "y": 0.5}])
+    return fig

@@ -206,3 +206,39 @@ def plotly_text(text: str, max_word: int = MAX_WORD) -> str:
     '&lt;a href="x"&gt;'
     """
     return html.escape(visible_text(text, max_word), quote=False)
+
+
+def selection(values: Iterable[Any] | str | int | float | None) -> list[str] | None:
+    """A view's filter argument as a list of strings; ``None`` (or nothing in it) means everything.
+
+    A string is a comma-separated list (as a notebook parameter gives it); a lone number (a topic
+    named ``1``, typed on a command line as a number) counts as its text.
+
+    Examples
+    --------
+    >>> selection("orders, payments,"), selection([1, 2]), selection(3), selection("")
+    (['orders', 'payments'], ['1', '2'], ['3'], None)
+    """
+    if values is None:
+        return None
+    if isinstance(values, int | float) and not isinstance(values, bool):
+        values = str(values)
+    if isinstance(values, str):
+        items = [v.strip() for v in values.split(",") if v.strip()]
+    else:
+        items = [str(v) for v in values]
+    return items or None
+
+
+def time_window(start: TimeLike, end: TimeLike) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
+    """A view's time window as naive UTC bounds (``None``: open); a start after the end is refused.
+
+    Examples
+    --------
+    >>> time_window("2026-11-18T11:00:00", None)
+    (Timestamp('2026-11-18 11:00:00'), None)
+    """
+    lo, hi = parse_time(start, "start"), parse_time(end, "end")
+    if lo is not None and hi is not None and lo > hi:
+        raise ConfigError(f"time window: start {lo} is after end {hi}")
+    return lo, hi

@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from widgets._figure import FigureWidget, redraw
-from widgets._frames import TimeLike, labelled, parse_time, plotly_text, require_columns, utc_naive
+from widgets._figure import FigureWidget, empty_figure, redraw
+from widgets._frames import TimeLike, labelled, parse_time, plotly_text, require_columns, selection, utc_naive
 from widgets.linking import TimeWindow, register_view
 from workbench.errors import ConfigError
 
@@ -49,29 +49,12 @@ _METRICS = {"records": ("records_lag", "records behind"), "bytes": ("bytes_lag",
             "time": ("time_lag_ms", "ms behind")}
 
 
-def _selection(values: Iterable[Any] | str | None) -> list[str] | None:
-    if values is None:
-        return None
-    if isinstance(values, str):
-        values = [v.strip() for v in values.split(",") if v.strip()]
-    out = [str(v) for v in values]
-    return out or None
-
-
 def _filtered(frame: pd.DataFrame, **wanted: Iterable[Any] | str | None) -> pd.DataFrame:
     for column, values in wanted.items():
-        chosen = _selection(values)
+        chosen = selection(values)
         if chosen is not None and column in frame.columns:
             frame = frame[frame[column].astype(str).isin(chosen)]
     return frame
-
-
-def _empty_figure(title: str, message: str) -> go.Figure:
-    fig = go.Figure()
-    fig.update_layout(title=title, height=300, xaxis={"visible": False}, yaxis={"visible": False},
-                      annotations=[{"text": plotly_text(message), "showarrow": False, "xref": "paper",
-                                    "yref": "paper", "x": 0.5, "y": 0.5}])
-    return fig
 
 
 def human_bytes(value: float) -> str:
@@ -122,7 +105,7 @@ def figure_lag_histogram(hist: pd.DataFrame, *, metric: str = "bytes", brokers: 
         "ConsumerFetchLagTimeInMs (commits per bucket)"
     data = _filtered(hist, broker=brokers, group=groups, topic=topics)
     if data.empty:
-        return _empty_figure(title, "no commits for this selection")
+        return empty_figure(title, "no commits for this selection")
     per = data.groupby(["broker", "bucket", "upper"], as_index=False)["count"].sum()
     buckets = sorted(per["bucket"].unique())
     uppers = dict(zip(per["bucket"], per["upper"], strict=False))
@@ -152,7 +135,7 @@ def figure_page_cache(cdf: pd.DataFrame, cache: pd.DataFrame | None = None, *,
     title = "Page cache: share of reads within N bytes of the log tail"
     data = _filtered(cdf, broker=brokers)
     if data.empty:
-        return _empty_figure(title, "no commits with a known byte lag")
+        return empty_figure(title, "no commits with a known byte lag")
     fig = go.Figure()
     for broker, rows in data.sort_values("bytes").groupby("broker"):
         x = np.maximum(rows["bytes"].to_numpy(dtype=float), 1.0)   # 0 drawn at 1 B on the log axis
@@ -171,7 +154,7 @@ def figure_page_cache(cdf: pd.DataFrame, cache: pd.DataFrame | None = None, *,
     return fig
 
 
-def _series_selection(series: pd.DataFrame, metric: str, groups: Iterable[Any] | str | None,
+def _seriesselection(series: pd.DataFrame, metric: str, groups: Iterable[Any] | str | None,
                       topics: Iterable[Any] | str | None, search: str | None, top: int) -> tuple[pd.DataFrame, list]:
     column = _METRICS[metric][0]
     data = _filtered(series, group=groups, topic=topics)
@@ -207,9 +190,9 @@ def figure_lag_over_time(series: pd.DataFrame, *, metric: str = "records", group
     require_columns(series, SERIES_COLUMNS, "lag series frame")
     column, axis = _METRICS[metric]
     title = f"Lag at each commit ({axis})"
-    data, keys = _series_selection(series, metric, groups, topics, search, top)
+    data, keys = _seriesselection(series, metric, groups, topics, search, top)
     if not keys:
-        return _empty_figure(title, "no commits for this selection")
+        return empty_figure(title, "no commits for this selection")
     fig = go.Figure()
     for group, topic, partition in keys:
         rows = data[(data["group"] == group) & (data["topic"] == topic) & (data["partition"] == partition)]

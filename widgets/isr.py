@@ -26,7 +26,7 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
-from widgets._figure import FigureWidget, redraw
+from widgets._figure import FigureWidget, empty_figure, redraw
 from widgets._frames import (
     LABEL_WORD,
     TimeLike,
@@ -37,7 +37,9 @@ from widgets._frames import (
     parse_time,
     plotly_text,
     require_columns,
+    selection,
     short_time,
+    time_window,
     utc_naive,
 )
 from widgets.linking import TimeWindow, place_slider, register_view, slider_options, window_text
@@ -112,22 +114,6 @@ def partition_label(topic: str, partition: int) -> str:
     return plotly_text(f"{topic}-{id_text(partition)}", LABEL_WORD)
 
 
-def _selection(values: Iterable[str] | str | None) -> list[str] | None:
-    """Normalise a filter argument: None/empty = everything, a string = comma-separated list.
-
-    A lone number (a topic named ``1``, typed by a command line as a number) counts as its text.
-    """
-    if values is None:
-        return None
-    if isinstance(values, int | float) and not isinstance(values, bool):
-        values = str(values)
-    if isinstance(values, str):
-        items = [v.strip() for v in values.split(",") if v.strip()]
-    else:
-        items = [str(v) for v in values]
-    return items or None
-
-
 def _prepare_states(states: pd.DataFrame) -> pd.DataFrame:
     require_columns(states, STATE_COLUMNS, "ISR states frame")
     frame = states.copy()
@@ -189,27 +175,6 @@ def _worst_partitions(
     return kept, total
 
 
-def _empty_figure(title: str, message: str) -> go.Figure:
-    fig = go.Figure()
-    fig.update_layout(
-        title=title,
-        height=300,
-        xaxis={"visible": False},
-        yaxis={"visible": False},
-        annotations=[
-            {
-                "text": plotly_text(message),
-                "showarrow": False,
-                "xref": "paper",
-                "yref": "paper",
-                "x": 0.5,
-                "y": 0.5,
-            }
-        ],
-    )
-    return fig
-
-
 def figure_isr_timeline(
     intervals: pd.DataFrame,
     *,
@@ -261,16 +226,13 @@ def figure_isr_timeline(
     ('under min ISR', [42000.0])
     """
     frame = _prepare_states(intervals)
-    topic_sel = _selection(topics)
-    state_sel = _selection(states)
+    topic_sel = selection(topics)
+    state_sel = selection(states)
     if state_sel is not None:
         unknown = sorted(set(state_sel) - set(STATES))
         if unknown:
             raise ConfigError(f"states: unknown state(s) {unknown}; expected some of {list(STATES)}")
-    lo = parse_time(start, "start")
-    hi = parse_time(end, "end")
-    if lo is not None and hi is not None and lo > hi:
-        raise ConfigError(f"time window: start {lo} is after end {hi}")
+    lo, hi = time_window(start, end)
 
     if topic_sel is not None:
         frame = frame[frame["topic"].astype(str).isin(topic_sel)]
@@ -283,7 +245,7 @@ def figure_isr_timeline(
 
     title = "Partition ISR state over time"
     if frame.empty:
-        return _empty_figure(title, "No partition state interval matches the filters.")
+        return empty_figure(title, "No partition state interval matches the filters.")
     total = int(frame[["topic", "partition"]].drop_duplicates().shape[0])
     shown = total
     if max_rows is not None:
@@ -395,17 +357,14 @@ def figure_under_min_isr(counts: pd.DataFrame, start: TimeLike = None, end: Time
     ('hv', [1, 0])
     """
     require_columns(counts, COUNT_COLUMNS, "UnderMinIsrPartitionCount frame")
-    lo = parse_time(start, "start")
-    hi = parse_time(end, "end")
-    if lo is not None and hi is not None and lo > hi:
-        raise ConfigError(f"time window: start {lo} is after end {hi}")
+    lo, hi = time_window(start, end)
     frame = counts.copy()
     frame["time"] = utc_naive(frame["time"])
     frame = frame.dropna(subset=["broker", "time", "count"]).sort_values(["broker", "time"], kind="stable")
 
     title = "UnderMinIsrPartitionCount per leader broker"
     if frame.empty:
-        return _empty_figure(title, "No UnderMinIsrPartitionCount change recorded.")
+        return empty_figure(title, "No UnderMinIsrPartitionCount change recorded.")
 
     right = hi if hi is not None else frame["time"].max()
     fig = go.Figure()
@@ -570,7 +529,7 @@ class IsrTimeline(ipw.VBox):
 
         topics_present = sorted(set(self._states["topic"].astype(str)))
         present = set(self._states["state"])
-        wanted = set(_selection(topics) or ())
+        wanted = set(selection(topics) or ())
         self.topic_filter = ipw.SelectMultiple(
             options=labelled(topics_present),
             value=tuple(t for t in topics_present if t in wanted),

@@ -17,8 +17,7 @@ from typing import Any
 import pandas as pd
 import traitlets
 
-from widgets._frames import TimeLike, parse_time, short_time
-from workbench.errors import ConfigError
+from widgets._frames import TimeLike, short_time, time_window
 
 __all__ = ["TimeWindow", "place_slider", "register_view", "slider_options", "view_factories", "window_text"]
 
@@ -40,9 +39,7 @@ class TimeWindow(traitlets.HasTraits):
 
     def set(self, start: TimeLike, end: TimeLike) -> None:
         """Move the window (strings are read as UTC); a start after the end is refused."""
-        lo, hi = parse_time(start, "start"), parse_time(end, "end")
-        if lo is not None and hi is not None and lo > hi:
-            raise ConfigError(f"time window: start {lo} is after end {hi}")
+        lo, hi = time_window(start, end)
         self.range = (lo, hi)
 
     @property

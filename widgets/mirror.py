@@ -33,6 +33,8 @@ from widgets._frames import (
     parse_time,
     plotly_text,
     require_columns,
+    selection,
+    time_window,
     utc_naive,
 )
 from widgets.linking import TimeWindow, register_view
@@ -54,23 +56,6 @@ AGE_METRICS = ("replication-latency-ms", "record-age-ms")
 
 def _label(topic: Any, partition: Any) -> str:
     return plotly_text(f"{topic}-{id_text(partition)}", LABEL_WORD)
-
-
-def _selection(values: Iterable[str] | str | None) -> list[str] | None:
-    if values is None:
-        return None
-    if isinstance(values, str):
-        items = [v.strip() for v in values.split(",") if v.strip()]
-    else:
-        items = [str(v) for v in values]
-    return items or None
-
-
-def _window(start: TimeLike, end: TimeLike) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
-    lo, hi = parse_time(start, "start"), parse_time(end, "end")
-    if lo is not None and hi is not None and lo > hi:
-        raise ConfigError(f"time window: start {lo} is after end {hi}")
-    return lo, hi
 
 
 def figure_backlog(
@@ -126,12 +111,12 @@ def figure_backlog(
         raise ConfigError(f"measure: expected one of {list(MEASURES)}, got {measure!r}")
     value, high, low, axis = MEASURES[measure]
     require_columns(windows, (*WINDOW_COLUMNS, value, high), "MirrorMaker 2 lag windows frame")
-    lo, hi = _window(start, end)
+    lo, hi = time_window(start, end)
     frame = windows.copy()
     frame["window_start"] = utc_naive(frame["window_start"])
     frame["window_end"] = utc_naive(frame["window_end"])
     frame["_label"] = [_label(t, p) for t, p in zip(frame["topic"], frame["partition"], strict=True)]
-    wanted = _selection(partitions)
+    wanted = selection(partitions)
     if wanted is not None:
         frame = frame[frame["_label"].isin([plotly_text(w, LABEL_WORD) for w in wanted])]
     if lo is not None:

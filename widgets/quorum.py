@@ -25,20 +25,20 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from widgets._figure import FigureWidget, redraw
+from widgets._figure import FigureWidget, empty_figure, redraw
 from widgets._frames import (
     TimeLike,
     format_time,
     id_text,
     labelled,
-    parse_time,
     plotly_text,
     require_columns,
+    selection,
     short_time,
+    time_window,
     utc_naive,
 )
 from widgets.linking import TimeWindow, place_slider, register_view, slider_options, window_text
-from workbench.errors import ConfigError
 
 __all__ = ["QuorumDivergence", "figure_quorum_divergence"]
 
@@ -52,18 +52,6 @@ _HOVER = ("<b>node %{customdata[0]}</b> (%{customdata[1]}, %{customdata[2]})<br>
           "offset lag %{customdata[6]} · time lag %{customdata[7]} ms<extra></extra>")
 
 
-def _selection(values: Iterable[Any] | str | None) -> list[str] | None:
-    if values is None:
-        return None
-    if isinstance(values, str):
-        items = [v.strip() for v in values.split(",") if v.strip()]
-    elif isinstance(values, int | float):
-        items = [str(values)]
-    else:
-        items = [str(v) for v in values]
-    return items or None
-
-
 def _prepare(offsets: pd.DataFrame) -> pd.DataFrame:
     require_columns(offsets, OFFSET_COLUMNS, "quorum offsets frame")
     frame = offsets.copy()
@@ -72,14 +60,6 @@ def _prepare(offsets: pd.DataFrame) -> pd.DataFrame:
         frame = frame[frame["note"].isna()]
     frame = frame[frame["kind"].isin(LINE_KINDS) & frame["offset_lag"].notna() & frame["node_id"].notna()]
     return frame.sort_values(["node_id", "source", "time"], kind="stable")
-
-
-def _empty(title: str, message: str) -> go.Figure:
-    fig = go.Figure()
-    fig.update_layout(title=title, height=300, xaxis={"visible": False}, yaxis={"visible": False},
-                      annotations=[{"text": plotly_text(message), "showarrow": False, "xref": "paper",
-                                    "yref": "paper", "x": 0.5, "y": 0.5}])
-    return fig
 
 
 def _around(frame: pd.DataFrame, lo: pd.Timestamp | None, hi: pd.Timestamp | None) -> pd.DataFrame:
@@ -146,10 +126,8 @@ def figure_quorum_divergence(
     ('node 1 · jmxtool', [0, 2], [0.0, 1000.0])
     """
     frame = _prepare(offsets)
-    lo, hi = parse_time(start, "start"), parse_time(end, "end")
-    if lo is not None and hi is not None and lo > hi:
-        raise ConfigError(f"time window: start {lo} is after end {hi}")
-    node_sel, source_sel = _selection(nodes), _selection(sources)
+    lo, hi = time_window(start, end)
+    node_sel, source_sel = selection(nodes), selection(sources)
     if node_sel is not None:
         frame = frame[frame["node_id"].astype(str).isin(node_sel)]
     if source_sel is not None:
@@ -157,7 +135,7 @@ def figure_quorum_divergence(
     frame = _around(frame, lo, hi)
     title = "Quorum offset divergence: each node's lag behind the leader's log"
     if frame.empty:
-        return _empty(title, "No node position matches the filters.")
+        return empty_figure(title, "No node position matches the filters.")
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         subplot_titles=("offset lag (records)", "time lag (ms)"))
     palette = plotly.colors.qualitative.Plotly

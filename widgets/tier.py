@@ -23,17 +23,18 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
-from widgets._figure import FigureWidget, redraw
+from widgets._figure import FigureWidget, empty_figure, redraw
 from widgets._frames import (
     LABEL_WORD,
     TimeLike,
     format_time,
     id_text,
     labelled,
-    parse_time,
     plotly_text,
     require_columns,
+    selection,
     short_time,
+    time_window,
     utc_naive,
     visible_text,
 )
@@ -62,42 +63,15 @@ RANGE_COLUMNS: tuple[str, ...] = ("topic", "partition", "time", "log_start", "lo
 REPORTED_COLUMNS: tuple[str, ...] = ("metric", "broker", "topic", "time", "value")
 
 
-def _selection(values: Iterable[Any] | str | int | None) -> list[str] | None:
-    if values is None:
-        return None
-    if isinstance(values, int | float) and not isinstance(values, bool):
-        values = str(values)
-    if isinstance(values, str):
-        items = [v.strip() for v in values.split(",") if v.strip()]
-    else:
-        items = [str(v) for v in values]
-    return items or None
-
-
-def _window(start: TimeLike, end: TimeLike) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
-    lo, hi = parse_time(start, "start"), parse_time(end, "end")
-    if lo is not None and hi is not None and lo > hi:
-        raise ConfigError(f"time window: start {lo} is after end {hi}")
-    return lo, hi
-
-
 def _filtered(series: pd.DataFrame, topics: Any, brokers: Any) -> pd.DataFrame:
     frame = series.copy()
     frame["time"] = utc_naive(frame["time"])
-    topic_sel, broker_sel = _selection(topics), _selection(brokers)
+    topic_sel, broker_sel = selection(topics), selection(brokers)
     if topic_sel is not None:
         frame = frame[frame["topic"].astype(str).isin(topic_sel)]
     if broker_sel is not None:
         frame = frame[frame["broker"].astype("Int64").astype(str).isin(broker_sel)]
     return frame.sort_values(["topic", "partition", "time"], kind="stable")
-
-
-def _empty(title: str, message: str) -> go.Figure:
-    fig = go.Figure()
-    fig.update_layout(title=title, height=300, xaxis={"visible": False}, yaxis={"visible": False},
-                      annotations=[{"text": plotly_text(message), "showarrow": False, "xref": "paper",
-                                    "yref": "paper", "x": 0.5, "y": 0.5}])
-    return fig
 
 
 def _clip(times: list[pd.Timestamp], values: list[float], lo: pd.Timestamp | None,
@@ -155,16 +129,16 @@ def figure_tier_backlog(series: pd.DataFrame, *, measure: str = "segments",
     require_columns(series, SERIES_COLUMNS, "tier backlog series")
     if measure not in MEASURES:
         raise ConfigError(f"measure: expected one of {list(MEASURES)}, got {measure!r}")
-    lag_sel = _selection(lags) or ["upload", "delete"]
+    lag_sel = selection(lags) or ["upload", "delete"]
     unknown = sorted(set(lag_sel) - {"upload", "delete"})
     if unknown:
         raise ConfigError(f"lags: unknown {unknown}; expected upload and/or delete")
-    lo, hi = _window(start, end)
+    lo, hi = time_window(start, end)
     frame = _filtered(series, topics, brokers)
     suffix, axis = MEASURES[measure]
     title = f"Tiered-storage backlog per partition ({axis})"
     if frame.empty:
-        return _empty(title, "No tiered partition matches the filters.")
+        return empty_figure(title, "No tiered partition matches the filters.")
     right = hi if hi is not None else frame["time"].max()
     palette = plotly.colors.qualitative.Plotly
     fig = go.Figure()
@@ -247,18 +221,18 @@ def figure_tier_ranges(series: pd.DataFrame, *, topic: str | None = None, partit
     ['remote', 'local', 'log start', 'log end']
     """
     require_columns(series, RANGE_COLUMNS, "tier range series")
-    lo, hi = _window(start, end)
+    lo, hi = time_window(start, end)
     frame = series.copy()
     frame["time"] = utc_naive(frame["time"])
     if frame.empty:
-        return _empty("Local and remote offset ranges", "No tiered partition in this bundle.")
+        return empty_figure("Local and remote offset ranges", "No tiered partition in this bundle.")
     if topic is None:
         topic, partition = str(frame["topic"].iloc[0]), int(frame["partition"].iloc[0])
     part = frame[(frame["topic"].astype(str) == str(topic)) & (frame["partition"] == int(partition or 0))]
     label = plotly_text(f"{topic}-{int(partition or 0)}", LABEL_WORD)
     title = f"Local and remote offset ranges of {label}"
     if part.empty:
-        return _empty(title, "No such tiered partition.")
+        return empty_figure(title, "No such tiered partition.")
     part = part.sort_values("time", kind="stable")
     times = list(part["time"])
     fig = go.Figure()
@@ -326,7 +300,7 @@ class TierBacklog(ipw.VBox):
         self._series = series.copy()
         self._series["time"] = utc_naive(self._series["time"])
         self._reported = reported
-        self._lo, self._hi = _window(start, end)
+        self._lo, self._hi = time_window(start, end)
         topics = sorted({str(t) for t in self._series["topic"]})
         brokers = sorted({int(b) for b in self._series["broker"].dropna()})
         self.topic_filter = ipw.SelectMultiple(options=labelled(topics), value=(), rows=min(6, max(3, len(topics))),

@@ -20,10 +20,10 @@ from widgets._figure import FigureWidget, redraw
 from widgets._frames import (
     TimeLike,
     format_time,
-    parse_time,
     plotly_text,
     require_columns,
     short_time,
+    time_window,
     utc_naive,
 )
 from widgets.findings import SEVERITY_COLORS
@@ -146,9 +146,7 @@ def figure_findings_timeline(
     frame = merge_for_display(findings, max_bars)
     labels = dict(titles or {})
     lanes = list(areas) if areas is not None else sorted(set(frame["area"]))
-    lo, hi = parse_time(start, "start"), parse_time(end, "end")
-    if lo is not None and hi is not None and lo > hi:
-        raise ConfigError(f"time window: start {lo} is after end {hi}")
+    lo, hi = time_window(start, end)
     fig = go.Figure()
     title = "Findings over time, by area"
     if frame.empty:
