@@ -465,6 +465,22 @@ def open_investigation(bundle: str | Path | None = "", *, spark: SparkSession | 
     return found
 
 
+def close_all() -> None:
+    """Forget every open investigation and everything its bundle keeps in Spark (persisted reads,
+    Parquet copies, derived results, Spark's cache), and stop guarding report cells: a kernel
+    that runs report after report calls it between two, so nothing of one bundle reaches the next."""
+    from pyspark.sql import SparkSession
+
+    from workbench.spark.registry import forget_all
+
+    release_report_cells()  # first: a failure below must fail the cell that called this
+    forget_all()
+    _OPEN.clear()
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.catalog.clearCache()
+
+
 # ------------------------------------------------------------------------------------------
 # a report goes on past a cell that raises
 

@@ -631,21 +631,13 @@ def _run(*, source: Path, params: dict[str, Any], root: Path, bundle_path: Path,
 # ------------------------------------------------------------------------------------------
 # many reports in one kernel
 
-#: What one report keeps in the kernel, dropped before the next: every loaded bundle's persisted
-#: reads, Parquet copies and derived results (:func:`workbench.spark.registry.unpersist_all`),
-#: the sessions' maps of open bundles and investigations, Spark's cache, and the notebook's
+#: What one report keeps in the kernel, dropped before the next: every open investigation and what
+#: its bundle keeps in Spark (:func:`workbench.investigation.close_all`), and the notebook's
 #: variables (so no figure of one bundle can reach the next bundle's report); cells count from 1 again.
 _RELEASE = """\
 import workbench.investigation
-import workbench.spark.registry
-from pyspark.sql import SparkSession
 
-workbench.spark.registry.unpersist_all()
-workbench.spark.registry._SESSION_TABLES.clear()
-workbench.investigation._OPEN.clear()
-workbench.investigation.release_report_cells()
-if SparkSession.getActiveSession() is not None:
-    SparkSession.getActiveSession().catalog.clearCache()
+workbench.investigation.close_all()
 get_ipython().run_line_magic("reset", "-f")
 get_ipython().execution_count = 1  # the next notebook's cells count from 1, as in a kernel of their own
 __import__("gc").collect()

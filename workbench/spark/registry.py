@@ -561,6 +561,13 @@ def unpersist_all(keep: Callable[[Path], bool] | None = None) -> None:
             tables.unpersist()
 
 
+def forget_all() -> None:
+    """Drop what every loaded bundle keeps in Spark and forget the bundles: the next :func:`load`
+    of any bundle starts afresh (a kept report kernel between two reports)."""
+    unpersist_all()
+    _SESSION_TABLES.clear()
+
+
 def load(bundle: Bundle, spark: SparkSession, *, strict: bool = False, **options: Any) -> Tables:
     """The tables of a bundle, built on first use and kept for the life of the session.
 
