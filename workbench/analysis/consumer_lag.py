@@ -75,6 +75,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.analysis import burrow as burrow_rules
 from workbench.analysis._checks import require_columns
 from workbench.analysis.logs import asof, log_growth
+from workbench.analysis.text import bytes_text, duration_text, time_text
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -942,8 +943,8 @@ def burrow_status(lags: DataFrame, growth: DataFrame, *, instants: DataFrame | N
     def kernel(pdf: pd.DataFrame) -> pd.DataFrame:
         return _burrow_kernel(pdf, intervals, min_distance_s)
 
-    # many partitions per pandas call: one call per group and partition cost ~10 ms each, 100 s at
-    # 10,000 partitions, for a few milliseconds of rules
+    # many partitions per pandas call: one call per group and partition costs far more than the
+    # rules it runs
     bucket = F.pmod(F.xxhash64("group", "topic", "partition"), F.lit(BURROW_BUCKETS))
     return rows.groupBy(bucket.alias("_bucket")).applyInPandas(kernel, BURROW_SCHEMA)
 
@@ -1108,35 +1109,6 @@ def group_instants(lags: DataFrame, *, points: int = 400) -> DataFrame:
 DEFAULT_LAG_WARN_S = 60.0
 
 
-def _fmt_bytes(column: Column) -> Column:
-    """Bytes in binary units, for summaries (``512 B``, ``97.4 KiB``, ``2.1 GiB``)."""
-    from pyspark.sql import functions as F
-
-    v = column.cast("double")
-    out = F.concat(F.format_string("%.0f", v), F.lit(" B"))
-    for power, unit in ((4, "TiB"), (3, "GiB"), (2, "MiB"), (1, "KiB")):
-        out = F.when(v >= F.lit(1024.0 ** power),
-                     F.concat(F.format_string("%.1f", v / F.lit(1024.0 ** power)), F.lit(f" {unit}"))).otherwise(out)
-    return out
-
-
-def _fmt_time(column: Column) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.concat(F.date_format(column, "yyyy-MM-dd HH:mm:ss"), F.lit(" UTC"))
-
-
-def _fmt_ms(column: Column) -> Column:
-    """A duration in ms as ``850 ms``, ``42.1 s`` or ``41 min``."""
-    from pyspark.sql import functions as F
-
-    v = column.cast("double")
-    return (F.when(v >= 3_600_000, F.concat(F.format_string("%.1f", v / 3_600_000), F.lit(" h")))
-            .when(v >= 60_000, F.concat(F.format_string("%.0f", v / 60_000), F.lit(" min")))
-            .when(v >= 1000, F.concat(F.format_string("%.1f", v / 1000), F.lit(" s")))
-            .otherwise(F.concat(F.format_string("%.0f", v), F.lit(" ms"))))
-
-
 def group_lag_summary(lags: DataFrame) -> DataFrame:
     """Per group and leader broker: how far behind the tail its commits were, and when.
 
@@ -1218,7 +1190,7 @@ def findings(lags: DataFrame, *, loss: DataFrame | None = None, removed: DataFra
         lagged = lagged.withColumn("_p99_tail", F.lit(None).cast("long")).withColumn("_p99_cache",
                                                                                    F.lit(None).cast("long"))
     cache_text = F.when(F.col("_p99_cache").isNotNull(), F.concat(
-        F.lit("; "), _fmt_bytes(F.col("_p99_cache")), F.lit(" of page cache on broker "),
+        F.lit("; "), bytes_text(F.col("_p99_cache")), F.lit(" of page cache on broker "),
         F.col("broker").cast("string"),
         F.lit(" would have served 99 % of its reads"))).otherwise(F.lit(""))
     lag_rows = lagged.select(
@@ -1226,12 +1198,12 @@ def findings(lags: DataFrame, *, loss: DataFrame | None = None, removed: DataFra
         F.when(F.col("max_time_lag_ms") >= F.lit(lag_warn_s * 1000), F.lit("warning")).otherwise(F.lit("info"))
         .alias("severity"),
         F.col("group").alias("subject"), "start", "end",
-        F.concat(F.lit("group "), F.col("group"), F.lit(" read up to "), _fmt_bytes(F.coalesce("max_bytes_lag",
+        F.concat(F.lit("group "), F.col("group"), F.lit(" read up to "), bytes_text(F.coalesce("max_bytes_lag",
                                                                                               F.lit(0))),
-                 F.lit(" ("), _fmt_ms(F.coalesce("max_time_lag_ms", F.lit(0))), F.lit(", "),
+                 F.lit(" ("), duration_text(F.coalesce("max_time_lag_ms", F.lit(0))), F.lit(", "),
                  F.col("max_records_lag").cast("string"), F.lit(" records) behind the tail on broker "),
-                 F.col("broker").cast("string"), F.lit(" from "), _fmt_time(F.col("start")), F.lit(" to "),
-                 _fmt_time(F.col("end")), cache_text,
+                 F.col("broker").cast("string"), F.lit(" from "), time_text(F.col("start")), F.lit(" to "),
+                 time_text(F.col("end")), cache_text,
                  F.when(F.col("create_time"), F.lit(" (times are the producers' CreateTime)")).otherwise(F.lit("")))
         .alias("summary"),
         F.map_from_arrays(
@@ -1276,8 +1248,8 @@ def findings(lags: DataFrame, *, loss: DataFrame | None = None, removed: DataFra
             F.col("first_removed").alias("start"), F.col("last_removed").alias("end"),
             F.concat(F.lit("the committed offsets of group "), F.col("group"), F.lit(" for "),
                      F.col("removed_partitions").cast("string"), F.lit(" of its "), F.col("partitions").cast("string"),
-                     F.lit(" partitions were removed (expired or deleted) at "), _fmt_time(F.col("first_removed")),
-                     F.lit("; its last commit was at "), _fmt_time(F.col("last_commit")),
+                     F.lit(" partitions were removed (expired or deleted) at "), time_text(F.col("first_removed")),
+                     F.lit("; its last commit was at "), time_text(F.col("last_commit")),
                      F.when(F.col("all_removed"), F.lit(": the group is gone")).otherwise(F.lit("")))
             .alias("summary"),
             F.create_map(F.lit("removed_partitions"), F.col("removed_partitions").cast("double"),
@@ -1291,8 +1263,8 @@ def findings(lags: DataFrame, *, loss: DataFrame | None = None, removed: DataFra
             F.lit("stuck").alias("kind"), F.lit("warning").alias("severity"), F.col("group").alias("subject"),
             "start", "end",
             F.concat(F.lit("the committed offsets of group "), F.col("group"), F.lit(" stood still on "),
-                     F.col("partitions").cast("string"), F.lit(" partition(s) from "), _fmt_time(F.col("start")),
-                     F.lit(" to "), _fmt_time(F.col("end")), F.lit(" while the log grew by "),
+                     F.col("partitions").cast("string"), F.lit(" partition(s) from "), time_text(F.col("start")),
+                     F.lit(" to "), time_text(F.col("end")), F.lit(" while the log grew by "),
                      F.col("grew").cast("string"), F.lit(" records (lag then "), F.col("lag").cast("string"),
                      F.lit(" records"),
                      F.when(F.col("_left") == 1, F.lit("; it stopped committing with lag")).otherwise(F.lit("")),
@@ -1320,7 +1292,7 @@ def findings(lags: DataFrame, *, loss: DataFrame | None = None, removed: DataFra
             F.when(F.col("status") == "ERR", F.lit("warning")).otherwise(F.lit("info")).alias("severity"),
             F.col("group").alias("subject"), "start", "end",
             F.concat(F.lit("Burrow's rules rate group "), F.col("group"), F.lit(" "), F.col("status"),
-                     F.lit(" from "), _fmt_time(F.col("start")), F.lit(" to "), _fmt_time(F.col("end")),
+                     F.lit(" from "), time_text(F.col("start")), F.lit(" to "), time_text(F.col("end")),
                      F.lit(" ("), parts, F.lit("; total lag up to "), F.col("max_total_lag").cast("string"),
                      F.lit(" records)")).alias("summary"),
             F.create_map(*[x for c in ("stop", "stall", "rewind", "warn", "max_total_lag", "instants")

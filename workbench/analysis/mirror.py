@@ -56,9 +56,10 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.analysis._checks import require_columns
 from workbench.analysis.logs import asof, log_growth
+from workbench.analysis.text import bytes_text
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 #: The KIP-971 refresh interval: the default window of value/min/max/avg.
 DEFAULT_WINDOW_S = 15.0
@@ -1193,12 +1194,6 @@ def missing_inputs(result: MirrorAnalysis, tables: Any) -> list[str]:
 # -- findings -----------------------------------------------------------------------------------
 
 
-def _kib(column: str) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.format_string("%.1f KiB", F.col(column) / F.lit(1024.0))
-
-
 def findings(result: MirrorAnalysis, spark: SparkSession | None = None) -> DataFrame:
     """The mirror area's findings.
 
@@ -1247,7 +1242,7 @@ def findings(result: MirrorAnalysis, spark: SparkSession | None = None) -> DataF
                  F.format_string("%.1f", "seconds"), F.lit(" s from "), when("start"),
                  F.when(F.col("open"), F.lit(" (still so at the end of the data)")).otherwise(F.lit("")),
                  F.lit("; partition "), part, F.lit(" peaked at "), F.col("peak_records").cast("string"),
-                 F.lit(" records ("), _kib("peak_bytes"), F.lit(", "), F.format_string("%.0f", "peak_age_s"),
+                 F.lit(" records ("), bytes_text("peak_bytes"), F.lit(", "), F.format_string("%.0f", "peak_age_s"),
                  F.lit(" s) behind"),
                  F.when(F.col("catch_up_s").isNotNull(),
                         F.concat(F.lit(" and caught up "), F.format_string("%.1f", "catch_up_s"),
@@ -1265,7 +1260,7 @@ def findings(result: MirrorAnalysis, spark: SparkSession | None = None) -> DataF
                  F.lit(" while other partitions of the flow were"),
                  F.when(F.col("open"), F.lit(" (still so at the end of the data)")).otherwise(F.lit("")),
                  F.lit("; it peaked at "), F.coalesce(F.col("peak_records").cast("string"), F.lit("?")),
-                 F.lit(" records ("), F.coalesce(_kib("peak_bytes"), F.lit("? KiB")), F.lit(", "),
+                 F.lit(" records ("), F.coalesce(bytes_text("peak_bytes"), F.lit("? bytes")), F.lit(", "),
                  F.format_string("%.0f", "peak_age_s"), F.lit(" s) behind"),
                  F.when(F.col("catch_up_s").isNotNull(),
                         F.concat(F.lit(" and caught up "), F.format_string("%.1f", "catch_up_s"),

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import _tier_model as model
 from workbench.analysis._checks import require_columns
+from workbench.analysis.text import bytes_text
 from workbench.formats.topics import METADATA_TOPIC, REMOTE_LOG_METADATA_TOPIC
 
 if TYPE_CHECKING:
@@ -613,8 +614,8 @@ def rollup(series: DataFrame, by: Sequence[str] = ("broker",)) -> DataFrame:
         raise ValueError(f"by must name broker and/or topic, got {by}")
     require_columns(series, ("topic", "partition", "time", "broker", *ROLLUP_SUMS, *ROLLUP_LATEST), "rollup")
     # Written as SQL text: a Column built in Python costs a py4j round trip per function, literal,
-    # cast and alias (9,903 of them for one roll-up of 30-odd measures, 3 s on the driver); each
-    # expression below is parsed by Spark in one.
+    # cast and alias (thousands for one roll-up of 30-odd measures); each expression below is
+    # parsed by Spark in one.
     measures = list(ROLLUP_SUMS) + list(ROLLUP_COUNTS)
     keys = [f"`{b}`" for b in by]
     latest = [f"`{c}`" for c in ROLLUP_LATEST]
@@ -786,12 +787,6 @@ def _sql_time(column: str) -> str:
     return f"date_format(`{column}`, 'HH:mm:ss.SSS')"
 
 
-def _fmt_time(column: str) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.date_format(F.col(column), "HH:mm:ss.SSS")
-
-
 def compare(series: DataFrame, samples: DataFrame, *, interval_ms: float) -> DataFrame:
     """Kafka's gauge samples beside the computed values, each difference classified and explained.
 
@@ -859,11 +854,10 @@ def compare(series: DataFrame, samples: DataFrame, *, interval_ms: float) -> Dat
     interval_s = float(interval_ms) / 1000.0
     # Kafka runs its remote log tasks with a fixed delay: the run that refreshes a gauge starts one
     # interval after the run that made the change ended, and reaches the gauge's update a moment
-    # later (measured on 3.9.2: a copy finished at 45.752 s, the run after it began at 55.75 s, and
-    # a JmxTool sample at 55.760 s still read the old count)
+    # later (a JmxTool sample taken just after the next run began can still read the old count)
     settle_s = interval_s + max(1.0, 0.1 * interval_s)
-    # Each gauge's columns are SQL text: built as Python Columns they took 26,000 py4j round trips
-    # (8 s on the driver for one bundle); Spark parses each expression in one.
+    # Each gauge's columns are SQL text: built as Python Columns they take tens of thousands of
+    # py4j round trips; Spark parses each expression in one.
     lit, fmt = _sql_str, _sql_time
     parts = []
     for _name, (label, col, variants) in KAFKA_GAUGES.items():
@@ -927,12 +921,6 @@ def compare(series: DataFrame, samples: DataFrame, *, interval_ms: float) -> Dat
 
 
 # ----------------------------------------------------------------------------------- findings
-
-def _mib(column: str) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.format_string("%.1f MiB", F.col(column).cast("double") / F.lit(1048576.0))
-
 
 def backlog_threshold_s(tables: Any, params: Mapping[str, Any]) -> float:
     """Seconds a lag must last to be a backlog episode: the ``tier_backlog_s`` parameter, else two task intervals."""
@@ -1035,7 +1023,7 @@ def _findings(tables: Any, p: dict[str, Any]) -> DataFrame:
         verb = "uploads on broker " if what == "upload" else "deletions on broker "
         summary = F.concat(
             F.lit(verb), F.col("broker").cast("string"), F.lit(" fell "), F.col("peak_segments").cast("string"),
-            F.lit(" segment(s) ("), _mib("peak_bytes"), F.lit(", "), F.col("peak_records").cast("string"),
+            F.lit(" segment(s) ("), bytes_text("peak_bytes"), F.lit(", "), F.col("peak_records").cast("string"),
             F.lit(" records) behind for "), F.format_string("%.0f s", "seconds"), F.lit(" after "), when,
             F.lit(" UTC"), F.when(F.col("end").isNull(), F.lit(" (still behind at the end of the bundle)"))
             .otherwise(F.lit("")),
