@@ -77,11 +77,10 @@ endif
 test-full:
 	$(MAKE) test KAFKA_WORKBENCH_OLDER_RELEASE=1 KAFKA_WORKBENCH_FULL=1
 
-# The notebooks from their jupytext scripts, and the incident report composed from the section notebooks
+# The section notebooks from their jupytext scripts (the incident report's notebook is composed
+# from them by each report: workbench.report.composed_notebook)
 notebooks: venv
 	$(VENV)/bin/jupytext --quiet --to ipynb --update notebooks/[0-9][0-9]_*.py
-	$(PY) -c "from workbench.report import write_composed_notebook; write_composed_notebook()"
-	$(VENV)/bin/jupytext --quiet --to py:percent notebooks/incident_report.ipynb
 
 lint: venv
 	$(VENV)/bin/ruff check workbench widgets peer tests

@@ -666,8 +666,8 @@ def covering(variants: list[Variant], build: Callable[[str, str], Any] | None = 
 # running: one Spark session, every variant through what the report computes
 
 
-#: Rows of the problems appendix of the report (``notebooks/incident_report.py`` and
-#: ``00_overview.py``: ``inv.tables.problems.orderBy("path", "position").limit(50)``).
+#: Rows of the problems appendix of the report (``notebooks/00_overview.py``'s appendix, which
+#: closes the composed report: ``inv.tables.problems.orderBy("path", "position").limit(50)``).
 APPENDIX_ROWS = 50
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "ReportResult",
     "build_report",
     "compose_report_notebook",
+    "composed_notebook",
     "notebook_path",
     "notebooks_dir",
     "run_report",
@@ -118,11 +119,41 @@ def notebook_path(name: str) -> Path:
     stem = candidate.name[: -len(".ipynb")] if candidate.name.endswith(".ipynb") else candidate.name
     if stem != name.removesuffix(".ipynb"):
         raise ConfigError(f"notebook: {name!r} is neither an existing .ipynb file nor a notebook name")
+    if stem == COMPOSED_NOTEBOOK:
+        return composed_notebook(directory)
     path = directory / f"{stem}.ipynb"
     if not path.is_file():
-        known = sorted(p.stem for p in directory.glob("*.ipynb"))
+        known = sorted([COMPOSED_NOTEBOOK, *(p.stem for p in directory.glob("*.ipynb"))])
         raise ConfigError(f"notebook: no notebook named {stem!r} in {directory}; available: {', '.join(known)}")
     return path
+
+
+def composed_notebook(directory: Path | None = None) -> Path:
+    """The incident report notebook (:func:`compose_report_notebook`) as a file, written on first use.
+
+    It is composed from the section notebooks as they are now, never kept in the repository (a
+    stale copy cannot exist, and adding a section edits nothing else), into
+    ``$KAFKA_WORKBENCH_CACHE/notebooks/<digest of the sections>/incident_report.ipynb`` (written
+    to a temporary name and renamed: processes composing at once each get a whole file).
+    """
+    import hashlib
+
+    import nbformat
+
+    from workbench.classarchive import cache_dir
+
+    folder = directory or notebooks_dir()
+    digest = hashlib.sha256()
+    for path in section_notebooks(folder):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    target = cache_dir() / "notebooks" / digest.hexdigest()[:16] / f"{COMPOSED_NOTEBOOK}.ipynb"
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, partial = tempfile.mkstemp(dir=target.parent, suffix=".partial")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            nbformat.write(compose_report_notebook(folder), out)
+        os.replace(partial, target)
+    return target
 
 
 #: The report notebook composed from the section notebooks (``NN_<area>.ipynb``).
@@ -154,8 +185,8 @@ def compose_report_notebook(directory: Path | None = None) -> Any:
     * every other cell in section order, except cells tagged ``appendix``, which close the report;
     * the sections' first markdown cell (their title) stays; the overview's opens the report.
 
-    Adding an area's notebook adds a section: ``make notebooks`` rewrites
-    ``notebooks/incident_report.ipynb`` from this, and a test checks it is current.
+    Adding an area's notebook adds a section: the report composes its notebook from the sections
+    each time they change (:func:`composed_notebook`).
     """
     import nbformat
 
@@ -208,17 +239,6 @@ def _fresh_cell(cell: Any, demote: bool = False) -> Any:
         text = re.sub(r"(?m)^(#+ )", r"#\1", cell.source) if demote else cell.source
         return nbformat.v4.new_markdown_cell(text, metadata=meta)
     return nbformat.v4.new_code_cell(cell.source, metadata=meta)
-
-
-def write_composed_notebook(directory: Path | None = None) -> Path:
-    """Write ``incident_report.ipynb`` (and its jupytext ``.py`` pair) from the section notebooks."""
-    import nbformat
-
-    folder = directory or notebooks_dir()
-    nb = compose_report_notebook(folder)
-    target = folder / f"{COMPOSED_NOTEBOOK}.ipynb"
-    nbformat.write(nb, str(target))
-    return target
 
 
 def declared_parameters(notebook: Path) -> dict[str, dict[str, Any]]:
@@ -632,12 +652,12 @@ def _run(*, source: Path, params: dict[str, Any], root: Path, bundle_path: Path,
 # many reports in one kernel
 
 #: What one report keeps in the kernel, dropped before the next: every open investigation and what
-#: its bundle keeps in Spark (:func:`workbench.investigation.close_all`), and the notebook's
+#: its bundle keeps in Spark (:func:`workbench.reset`), and the notebook's
 #: variables (so no figure of one bundle can reach the next bundle's report); cells count from 1 again.
 _RELEASE = """\
-import workbench.investigation
+import workbench
 
-workbench.investigation.close_all()
+workbench.reset()
 get_ipython().run_line_magic("reset", "-f")
 get_ipython().execution_count = 1  # the next notebook's cells count from 1, as in a kernel of their own
 __import__("gc").collect()
