@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from workbench.bundle import Bundle, open_bundle
     from workbench.spark import Tables, load, load_records
 
-__all__ = ["Bundle", "Tables", "WorkbenchError", "load", "load_records", "open_bundle", "session"]
+__all__ = ["Bundle", "Tables", "WorkbenchError", "load", "load_records", "open_bundle", "reset", "session"]
 __version__ = "0.1.0"
 
 _LAZY = {
@@ -31,6 +31,7 @@ _LAZY = {
     "Tables": "workbench.spark",
     "load": "workbench.spark",
     "load_records": "workbench.spark",
+    "reset": "workbench.investigation",
 }
 
 

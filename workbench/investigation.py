@@ -465,10 +465,13 @@ def open_investigation(bundle: str | Path | None = "", *, spark: SparkSession | 
     return found
 
 
-def close_all() -> None:
+def reset() -> None:
     """Forget every open investigation and everything its bundle keeps in Spark (persisted reads,
     Parquet copies, derived results, Spark's cache), and stop guarding report cells: a kernel
-    that runs report after report calls it between two, so nothing of one bundle reaches the next."""
+    that runs report after report calls it between two, so nothing of one bundle reaches the next.
+
+    The public name is ``workbench.reset()``; a notebook user calls it to open a bundle afresh.
+    """
     from pyspark.sql import SparkSession
 
     from workbench.spark.registry import forget_all
