@@ -1,8 +1,8 @@
 """The plotly figure widget every view draws in, and how a view redraws it.
 
 Plotly's ``FigureWidget`` is an anywidget: its page side is plotly's widget module (plotly.js and
-the widget code, a 5 MB ES module), which the page evaluates once per figure model, about 2 s
-each on this project's machines. anywidget holds back every message to a model until that
+the widget code, a 5 MB ES module), which the page evaluates once per figure model, each time
+about as long as anywidget waits for it. anywidget holds back every message to a model until that
 model's module has loaded and initialised, and gives up after 2 s: from then on every message to
 the model is dropped. A plain ``FigureWidget`` also opens its comm with an empty figure and sends
 its figure in later messages. On a loaded machine both showed in CI: figures drawn from an empty

@@ -2,10 +2,10 @@
 
 A fresh Spark driver loads, verifies and links some 20,000 classes as its first queries run: the
 first job that reads a Python data source or runs ``mapInArrow`` spends seconds in the JVM before
-any Python worker starts (measured on the 1 M-record metadata benchmark: 4.2-5.3 s for the first
-``mapInArrow`` job against 0.15-0.3 s for the same job warm). HotSpot can keep those classes,
-already parsed and verified, in an archive that later JVMs map from disk (class-data sharing, a
-dynamic archive: ``-XX:ArchiveClassesAtExit``, ``-XX:SharedArchiveFile``, JDK 13 and later).
+any Python worker starts, many times what the same job costs once the classes are loaded. HotSpot
+can keep those classes, already parsed and verified, in an archive that later JVMs map from disk
+(class-data sharing, a dynamic archive: ``-XX:ArchiveClassesAtExit``, ``-XX:SharedArchiveFile``,
+JDK 13 and later).
 
 ``workbench compile`` (run by ``make venv`` and Binder's ``postBuild``) records the archive while
 it runs the demo bundle's decoders and replays (:func:`workbench.kernels.record_class_archive`), into

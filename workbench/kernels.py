@@ -4,8 +4,8 @@ The decoders (batch-header hopping, record and metadata-record decoding, dump te
 the ISR replay are numba kernels compiled with ``cache=True``: numba keeps their machine code
 beside each module (``__pycache__``, or numba's cache directory where that is not writable) and a
 later process, the driver's or a Spark worker's, loads it instead of compiling again. A fresh
-installation has none: the first investigation would wait for them (measured on the 1M-partition
-benchmark: 36.7 s for the first metadata analysis on a cold cache, 19.2 s on a warm one).
+installation has none: the first investigation would wait while they compile, inside its first
+metadata analysis.
 
 :func:`compile_kernels` runs every path that uses a kernel once, on the demo bundle (real Kafka
 files of each kind the kernels read), so installation pays that time instead: ``make venv``,

@@ -52,8 +52,8 @@ _ONE_MACHINE_CONF: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # The JVM's default tiered compilation: C1 alone (-XX:TieredStopAtLevel=1) saved CPU in a short
     # report, but its code cache defaults to 48 MiB, which a session's generated classes fill within
-    # minutes (the demo bundle's tier findings: "CodeCache is full. Compiler has been disabled" at
-    # 134 s), after which every new class runs interpreted, for the rest of the session
+    # minutes (the demo bundle's tier findings: "CodeCache is full. Compiler has been disabled"),
+    # after which every new class runs interpreted, for the rest of the session
     # (spark.driver.extraJavaOptions: workbench.classarchive.DRIVER_OPTIONS, with the class archive when there is one)
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.driver.bindAddress": "127.0.0.1",

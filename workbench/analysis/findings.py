@@ -133,7 +133,7 @@ def _kept(name: str, compute: Callable[[Any, Mapping[str, Any]], DataFrame]) -> 
 
     Findings are few rows computed from many (an area's replays, joins and groupings): the
     overview, the report and an area's own section ask for them in turn, and each got them
-    computed again (13 CPU s at 10,000 partitions, on inputs already kept). Through
+    computed again, a cost that stays even when their inputs are kept. Through
     :meth:`~workbench.spark.registry.Tables.derive` they are computed once per loaded bundle and
     parameters; tables without ``derive`` (a plain mapping) compute them each time.
     """

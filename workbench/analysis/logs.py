@@ -112,10 +112,10 @@ def batches_of(tables: Any, topics: Sequence[str]) -> DataFrame:
 
     The inventory names each segment's topic, so an analysis of one log (the quorum's
     ``__cluster_metadata``) need not decode the headers of every data segment to find its
-    batches: at 10,000 partitions that read was 10,011 files for the 10,000 batches of one. When
-    the whole table has been read already, its rows are filtered instead. Either way the rows
-    are exactly ``tables.batches.where(topic in topics)``; the problems met reading those files
-    are the ``batches`` table's own (``tables.problems``).
+    batches: on a bundle of many partitions nearly every file that read decodes is another
+    topic's. When the whole table has been read already, its rows are filtered instead. Either
+    way the rows are exactly ``tables.batches.where(topic in topics)``; the problems met reading
+    those files are the ``batches`` table's own (``tables.problems``).
 
     Parameters
     ----------

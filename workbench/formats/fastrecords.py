@@ -1,7 +1,7 @@
 """The records of a segment as one Arrow table, decoded by a compiled (numba) columnar loop.
 
 :meth:`Batch.records <workbench.formats.batch.Batch.records>` is the careful record reader: one
-:class:`~workbench.formats.batch.Record` per record, built by a Python loop (about 0.7 M records/s).
+:class:`~workbench.formats.batch.Record` per record, built by a Python loop.
 :func:`records_table` gives the same rows as Arrow columns, many times faster, because on clean
 v2 batches none of the per-record Python objects are needed:
 

@@ -10,10 +10,10 @@ small :class:`BatchInfo` of its batch.
 The careful record reader (:meth:`~workbench.formats.batch.Batch.records`) is used, not the
 compiled :func:`~workbench.formats.fastrecords.records_table`: these topics' batches are small
 (a commit request's offsets, one event) and their payloads are decoded in Python per record,
-which dominates. On 300,000 offset commits in batches of ten (``benchmarks/bench_offsets.py``)
-the walk took 0.9 s of the ``offsets`` reader's 7 s, the compiled walk (with its columns turned
-back into Python values) 0.6 s; the careful reader streams a batch at a time where the compiled
-one holds a whole file's records, and needs no compiled kernels loaded in every Spark worker.
+which dominates: the walk is a small part of the ``offsets`` reader's time, and the compiled walk
+(with its columns turned back into Python values) would save little of it. The careful reader
+streams a batch at a time where the compiled one holds a whole file's records, and needs no
+compiled kernels loaded in every Spark worker.
 
 Examples
 --------

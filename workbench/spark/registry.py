@@ -14,8 +14,8 @@ is the union of the bundle's discovery problems and the problems of every table 
 files for (each read once, shared with the table's rows; the ``records`` table, too large to
 keep, only once something built it: ``batches`` checks the framing and checksum of its files).
 A read of at least ``materialize_bytes`` of files (32 MiB) is written once as Parquet to a scratch
-directory (:func:`scratch_root`) and read back instead: Spark's columnar cache ran a 1 GiB heap
-out caching 10 M metadata records, while the Parquet copy keeps memory flat in the log's size.
+directory (:func:`scratch_root`) and read back instead: Spark's columnar cache ran the heap out
+caching a large metadata log, while the Parquet copy keeps memory flat in the log's size.
 """
 
 from __future__ import annotations
@@ -521,8 +521,8 @@ class Tables(Mapping[str, "DataFrame"]):
         computed when first asked for and kept as a local checkpoint (memory, then disk): its
         consumers plan from the kept rows, not from the whole lineage again. A lazily persisted
         frame is recomputed by every branch of the first query that uses it several times (the
-        tier findings on a five-area bundle ran 571 stages in one query, 230 executor s; 112
-        stages, 50 s, with their inputs checkpointed).
+        tier findings, their inputs left lazy, cost several times the stages and executor time
+        they cost with them checkpointed).
 
         Examples
         --------

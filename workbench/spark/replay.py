@@ -401,8 +401,8 @@ def _sort_indices(table: pa.Table, keys: list[str], order: list[str]) -> Any:
 
     Keys are grouped, not sorted by value: strings by their index in a dictionary of the column,
     so that one NumPy ``lexsort`` over integers does the work (Arrow's sort compares the strings
-    themselves, about eight times slower on topic ids). Order columns that are not integers
-    without nulls fall back to Arrow's sort of everything.
+    themselves, much slower on topic ids). Order columns that are not integers without nulls
+    fall back to Arrow's sort of everything.
     """
     import numpy as np
     import pyarrow as pa
@@ -513,8 +513,8 @@ def replay_files(spark: Any, files: Sequence[str], columns: Sequence[str], prepa
     For a replay whose input is a table the registry keeps as a local Parquet copy
     (:func:`workbench.spark.registry.parquet_copy`), where every task reaches the same files:
     Spark's conversion of rows to Arrow for Python, column by column and row by row, costs far
-    more than the replay (about 2 s per column of 10 M rows on one core, 5 s for an array
-    column), and so does shuffling them. Two Spark jobs, no shuffle:
+    more than the replay (array columns most), and so does shuffling them. Two Spark jobs, no
+    shuffle:
 
     1. one packing task per file reads it with pyarrow (``columns`` only, ``pack_rows`` rows at a
        time; ``read_dictionary`` names string columns of few values that ``prepare`` only
