@@ -2,7 +2,7 @@
 
 Layers, bottom first (``../shared/DESIGN.md``, ``ARCHITECTURE.md``)::
 
-    errors -> formats -> bundle -> spark (and session, classarchive) -> analysis -> widgets -> application
+    errors (and params) -> formats -> bundle -> spark (and session, classarchive) -> analysis -> widgets -> application
     (report, inspect, dump, demo, cli, the package face ``workbench/__init__.py``)
 
 Every ``import`` counts, at module level or inside a function (a lazy import is still a
@@ -20,6 +20,7 @@ PACKAGES = ("workbench", "widgets")
 #: Module-name prefix -> layer number (the longest matching prefix wins).
 LAYERS: dict[str, int] = {
     "workbench.errors": 0,
+    "workbench.params": 0,  # times and typed values a person gives: every layer reads them one way
     "workbench.formats": 1,
     "workbench.bundle": 2,
     "workbench.spark": 3,

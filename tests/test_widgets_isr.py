@@ -228,8 +228,9 @@ def test_timeline_without_matching_intervals_says_so() -> None:
     ("kwargs", "message"),
     [
         ({"states": ["broken"]}, "unknown state"),
-        ({"start": "03:20", "end": "03:10"}, "is after end"),
-        ({"start": "yesterday-ish"}, "start: expected a date/time"),
+        ({"start": "2026-01-01T03:20", "end": "2026-01-01T03:10"}, "is after end"),
+        ({"start": "03:20"}, "start: expected a date and time"),   # a time of day alone names no moment
+        ({"start": "yesterday-ish"}, "start: expected a date and time"),
     ],
 )
 def test_timeline_rejects_bad_arguments(kwargs: dict, message: str) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import ConfigError
+from workbench.params import parse_instant, parse_window
 
 TimeLike: TypeAlias = str | dt.datetime | pd.Timestamp | np.datetime64 | None
 
@@ -53,7 +54,7 @@ def utc_naive(values: pd.Series) -> pd.Series:
 
 
 def parse_time(value: TimeLike, name: str = "time") -> pd.Timestamp | None:
-    """Convert a user-given time (string, datetime, Timestamp) to a naive UTC Timestamp.
+    """A user-given time (:func:`workbench.params.parse_instant`) as a naive UTC Timestamp, to the ms.
 
     Empty strings and ``None`` mean "not given". Naive inputs are taken as UTC.
 
@@ -64,17 +65,8 @@ def parse_time(value: TimeLike, name: str = "time") -> pd.Timestamp | None:
     >>> parse_time("") is None
     True
     """
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    try:
-        stamp = pd.Timestamp(value)
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"{name}: expected a date/time such as 2026-01-01T03:12:05, got {value!r}") from exc
-    if stamp is pd.NaT:
-        return None
-    if stamp.tzinfo is not None:
-        stamp = stamp.tz_convert("UTC").tz_localize(None)
-    return stamp.round("ms")
+    stamp = parse_instant(value, name)
+    return None if stamp is None else pd.Timestamp(stamp).tz_convert("UTC").tz_localize(None).round("ms")
 
 
 def format_time(stamp: pd.Timestamp) -> str:
@@ -238,7 +230,5 @@ def time_window(start: TimeLike, end: TimeLike) -> tuple[pd.Timestamp | None, pd
     >>> time_window("2026-11-18T11:00:00", None)
     (Timestamp('2026-11-18 11:00:00'), None)
     """
-    lo, hi = parse_time(start, "start"), parse_time(end, "end")
-    if lo is not None and hi is not None and lo > hi:
-        raise ConfigError(f"time window: start {lo} is after end {hi}")
-    return lo, hi
+    parse_window(start, end)
+    return parse_time(start, "start"), parse_time(end, "end")

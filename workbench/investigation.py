@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import ConfigError
-from workbench.params import parse_instant
+from workbench.params import parse_window
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -448,10 +447,7 @@ def open_investigation(bundle: str | Path | None = "", *, spark: SparkSession | 
 
     values = {k: v for k, v in (params or {}).items()
               if not k.startswith("_") and isinstance(v, str | int | float | bool) and k != "bundle"}
-    start = parse_instant(values.get("start"), "start")
-    end = parse_instant(values.get("end"), "end")
-    if start is not None and end is not None and start > end:
-        raise ConfigError(f"time window: start {start.isoformat()} is after end {end.isoformat()}")
+    start, end = parse_window(values.get("start"), values.get("end"))
     path = Path(bundle) if bundle not in (None, "") else demo_bundle_path()
     spark = spark or session()
     key = (id(spark), str(Path(path).resolve()), repr(sorted(values.items(), key=lambda kv: kv[0])),

@@ -15,7 +15,11 @@ from workbench.errors import ConfigError
 
 
 def parse_instant(value: Any, name: str) -> dt.datetime | None:
-    """A window bound given by a person: ISO 8601 text (UTC when naive), a datetime, or empty for none.
+    """A window bound given by a person: ISO 8601 text (UTC when naive), a datetime (a pandas
+    ``Timestamp`` too) or ``numpy.datetime64``, or empty (``None``, blank text, ``NaT``) for none.
+
+    The one parser of times given by a person: the report's parameters, a notebook's window and a
+    view's From/To boxes read a time the same way (a time of day without a date is refused).
 
     Examples
     --------
@@ -26,6 +30,12 @@ def parse_instant(value: Any, name: str) -> dt.datetime | None:
     """
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
+    if type(value).__name__ in ("NaTType", "datetime64"):
+        import pandas as pd
+
+        value = pd.Timestamp(value)
+        if value is pd.NaT:
+            return None
     if isinstance(value, dt.datetime):
         stamp = value
     else:
@@ -39,6 +49,40 @@ def parse_instant(value: Any, name: str) -> dt.datetime | None:
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=dt.UTC)
     return stamp.astimezone(dt.UTC)
+
+
+def parse_window(start: Any, end: Any) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """Both bounds of a time window (:func:`parse_instant`); a start after the end is refused.
+
+    Raises
+    ------
+    ConfigError
+        With one line per problem (each unreadable bound, then the order), named as given.
+
+    Examples
+    --------
+    >>> parse_window("2026-03-02", "2026-03-01")
+    Traceback (most recent call last):
+    ...
+    workbench.errors.ConfigError: time window: start 2026-03-02 is after end 2026-03-01
+    """
+    errors: list[str] = []
+    bounds: list[dt.datetime | None] = []
+    for value, name in ((start, "start"), (end, "end")):
+        try:
+            bounds.append(parse_instant(value, name))
+        except ConfigError as exc:
+            errors.append(str(exc))
+            bounds.append(None)
+    lo, hi = bounds
+    if lo is not None and hi is not None and lo > hi:
+        def shown(value: Any, stamp: dt.datetime) -> str:
+            return value.strip() if isinstance(value, str) else stamp.isoformat()
+
+        errors.append(f"time window: start {shown(start, lo)} is after end {shown(end, hi)}")
+    if errors:
+        raise ConfigError("\n".join(errors))
+    return lo, hi
 
 
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")

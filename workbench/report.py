@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import BundleError, ConfigError, WorkbenchError
-from workbench.params import convert_parameter, parse_instant
+from workbench.params import convert_parameter, parse_window
 
 __all__ = [
     "ReportError",
@@ -281,15 +281,10 @@ def check_parameters(notebook: Path, parameters: Mapping[str, Any]) -> dict[str,
                 out[name] = convert_parameter(name, declared[name]["type"], value)
             except ConfigError as exc:
                 errors.append(str(exc))
-    bounds = {}
-    for name in ("start", "end"):
-        if name in out:
-            try:
-                bounds[name] = parse_instant(out[name], name)
-            except ConfigError as exc:
-                errors.append(str(exc))
-    if bounds.get("start") and bounds.get("end") and bounds["start"] > bounds["end"]:
-        errors.append(f"time window: start {out['start']} is after end {out['end']}")
+    try:
+        parse_window(out.get("start"), out.get("end"))
+    except ConfigError as exc:
+        errors.extend(str(exc).splitlines())
     if errors:
         raise ConfigError("\n".join(errors))
     return out

@@ -102,7 +102,7 @@ def test_a_large_replay_is_kept_as_parquet_one_partition_per_row_group(spark, tm
     the summary still walks them where they lie), in more row groups than files."""
     import pyarrow.parquet as pq
 
-    from workbench.spark import replay
+    from workbench.analysis import replay
 
     monkeypatch.setattr(replay, "ROW_GROUP_ROWS", 500)
     synthetic_bundle(tmp_path, 20_000, topics=40, partitions=5)

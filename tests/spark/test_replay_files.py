@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
-from workbench.spark.replay import Follower, key_buckets, replay_by_key, replay_files
+from workbench.analysis.replay import Follower, key_buckets, replay_by_key, replay_files
 
 pytestmark = pytest.mark.spark
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.analysis._checks import require_columns
 from workbench.analysis.metadata_log import ordered_records
+from workbench.params import parse_window
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,7 +51,7 @@ _NEEDED = ("cluster_id", "offset", "timestamp", "is_control", "record_type", "to
 
 
 #: Partition records from which :func:`partition_states` runs its replay at once and keeps the
-#: intervals as Parquet (:func:`workbench.spark.replay.replay_to_parquet`) instead of a lazy plan.
+#: intervals as Parquet (:func:`workbench.analysis.replay.replay_to_parquet`) instead of a lazy plan.
 MATERIALIZE_RECORDS = 1 << 18
 
 
@@ -70,7 +71,7 @@ def partition_states(metadata: DataFrame, *, static_min_isr: int | Mapping[str |
         dynamic broker configs of the log override it, as in Kafka.
     compiled : bool
         Replay each partition with the compiled replay (:mod:`workbench.analysis.isr_kernel`,
-        through :func:`workbench.spark.replay.replay_by_key`), the default. ``False`` runs the
+        through :func:`workbench.analysis.replay.replay_by_key`), the default. ``False`` runs the
         reference replay, a Python loop per partition (``applyInPandas``): same rows, many times
         slower; kept as the oracle the compiled one is tested against.
     materialize_records : int
@@ -82,7 +83,7 @@ def partition_states(metadata: DataFrame, *, static_min_isr: int | Mapping[str |
         lazy plan. 0: always. A ``metadata`` table the registry keeps as a local Parquet copy
         (:func:`workbench.spark.registry.parquet_copy`, logs of 32 MiB and more) holding one
         replica with nothing to choose or seed is replayed at once whatever its size, by tasks
-        reading the copy's files (:func:`workbench.spark.replay.replay_files`); that replay also
+        reading the copy's files (:func:`workbench.analysis.replay.replay_files`); that replay also
         walks each partition's intervals for :func:`partition_summary` and sums the steps of
         :func:`under_min_isr_counts` as it writes them, so both read their results instead of
         the intervals.
@@ -149,7 +150,7 @@ def partition_states(metadata: DataFrame, *, static_min_isr: int | Mapping[str |
                               head["parts"] >= materialize_records)
         out = one if out is None else out.unionByName(one)
     if compiled and len(heads) == 1:  # one replay: each partition's intervals together, in time order
-        from workbench.spark.replay import mark_clustered
+        from workbench.analysis.replay import mark_clustered
 
         mark_clustered(out, ["topic_id", "partition"], ["start", "start_offset"])
     return out
@@ -158,7 +159,7 @@ def partition_states(metadata: DataFrame, *, static_min_isr: int | Mapping[str |
 def _states_from_copy(spark: Any, directory: str, statics: dict[str | None, int], default_static: int
                       ) -> DataFrame | None:
     """:func:`partition_states` of a metadata table read from its Parquet copy (``directory``), the
-    replay's tasks reading the copy's files themselves (:func:`workbench.spark.replay.replay_files`),
+    replay's tasks reading the copy's files themselves (:func:`workbench.analysis.replay.replay_files`),
     when :func:`ordered_records` would keep its log records as they are: one cluster, one replica,
     segments that do not overlap, nothing to seed from a snapshot. Else None (the general path)."""
     import glob
@@ -204,7 +205,7 @@ def _copy_heads(files: list[str]) -> Any:
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        from workbench.spark.replay import PACK_ROWS
+        from workbench.analysis.replay import PACK_ROWS
 
         for ids in batches:
             for i in ids.column(0).to_pylist():
@@ -300,12 +301,12 @@ def _compiled_states(parts: DataFrame, config_events: list[tuple], topics: dict[
     """The partition rows replayed by :class:`~workbench.analysis.isr_kernel.IsrReplay` (``materialize``:
     now, into Parquet under the scratch directory, when that is a local one)."""
     from workbench.analysis.isr_kernel import REPLAY_SCHEMA
-    from workbench.spark.replay import replay_by_key
+    from workbench.analysis.replay import replay_by_key
 
     factory = _replay_factory(config_events, topics, removed, log_end_us, static_min_isr)
     keys, order = ["topic_id", "partition"], ["offset", "seq"]
     if materialize:
-        from workbench.spark.replay import replay_to_parquet
+        from workbench.analysis.replay import replay_to_parquet
 
         directory = _scratch("isr-states")
         if directory is not None:
@@ -352,7 +353,7 @@ def _replay_copy(spark: Any, files: list[str], cluster: str | None, small: list[
         SummaryReplay,
         summary_rows,
     )
-    from workbench.spark.replay import Follower, mark_clustered, replay_files
+    from workbench.analysis.replay import Follower, mark_clustered, replay_files
 
     directory = _scratch("isr-states")
     if directory is None:
@@ -592,7 +593,7 @@ def under_min_isr_counts(states: DataFrame, *, compiled: bool = True) -> DataFra
         From :func:`partition_states`.
     compiled : bool
         Count with a compiled running sum per broker (:class:`~workbench.analysis.isr_kernel.
-        CountsReplay` through :func:`workbench.spark.replay.replay_by_key`), the default; ``False``
+        CountsReplay` through :func:`workbench.analysis.replay.replay_by_key`), the default; ``False``
         uses Spark window functions (the reference: same rows).
 
     Returns
@@ -631,7 +632,7 @@ def _compiled_counts(states: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     from workbench.analysis.isr_kernel import COUNTS_SCHEMA, CountsReplay
-    from workbench.spark.replay import replay_by_key
+    from workbench.analysis.replay import replay_by_key
 
     log_end = states.agg(F.max(F.unix_micros("end")).alias("t")).collect()[0]["t"]
     spark = states.sparkSession
@@ -668,7 +669,7 @@ def partition_summary(states: DataFrame, *, compiled: bool = True) -> DataFrame:
         From :func:`partition_states`.
     compiled : bool
         Walk each partition's intervals in order with a compiled loop (:class:`~workbench.analysis.
-        isr_kernel.SummaryReplay` through :func:`workbench.spark.replay.replay_by_key`), the
+        isr_kernel.SummaryReplay` through :func:`workbench.analysis.replay.replay_by_key`), the
         default; ``False`` uses Spark window functions (the reference: same rows).
 
     Returns
@@ -684,7 +685,7 @@ def partition_summary(states: DataFrame, *, compiled: bool = True) -> DataFrame:
     require_columns(states, ("topic", "topic_id", "partition", "start", "end", "isr", "min_isr"), "partition_summary")
     if compiled:
         from workbench.analysis.isr_kernel import SUMMARY_SCHEMA, SummaryReplay
-        from workbench.spark.replay import is_clustered, replay_by_key, replay_clustered
+        from workbench.analysis.replay import is_clustered, replay_by_key, replay_clustered
 
         rows = states.select("topic_id", "partition", "topic", F.unix_micros("start").alias("start"),
                              F.unix_micros("end").alias("end"), "start_offset", F.size("isr").alias("isr_size"),
@@ -1135,7 +1136,7 @@ def view_frames(states: DataFrame, *, topics: Any = None, start: Any = None, end
         raise ValueError(f"view_frames: partitions and points must be positive, got {partitions} and {points}")
     chosen = [t.strip() for t in topics.split(",")] if isinstance(topics, str) else list(topics or ())
     chosen = [t for t in chosen if t]
-    lo, hi = _instant(start), _instant(end)
+    lo, hi = parse_window(start, end)
     rows = states
     if chosen:
         rows = rows.where(F.col("topic").isin(chosen))
@@ -1172,16 +1173,6 @@ def view_frames(states: DataFrame, *, topics: Any = None, start: Any = None, end
                .where((F.col("_peak") == 1) | (F.col("_last") == 1) | (F.unix_micros("time") == F.col("_t0")))
                .select("broker", "time", "count").orderBy("broker", "time"))
     return {"states": shown_states, "counts": thinned, "partitions": total}
-
-
-def _instant(value: Any) -> Any:
-    """A window bound (``datetime``, ``Timestamp`` or ISO text; UTC when naive) as an aware datetime, or None."""
-    import pandas as pd
-
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    stamp = pd.Timestamp(value)
-    return (stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")).to_pydatetime()
 
 
 def _view_frames(tables: Any, params: Mapping[str, Any]) -> dict[str, DataFrame]:

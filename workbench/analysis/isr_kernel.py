@@ -2,7 +2,7 @@
 
 :func:`workbench.analysis.isr.partition_states` sorts the ``PartitionRecord`` and
 ``PartitionChangeRecord`` rows by partition and offset and hands them to :class:`IsrReplay` through
-:func:`workbench.spark.replay.replay_by_key`. The replay keeps one partition's state in NumPy arrays
+:func:`workbench.analysis.replay.replay_by_key`. The replay keeps one partition's state in NumPy arrays
 and runs :func:`_replay` (numba) over each Arrow batch; a partition whose rows span two batches
 simply carries on. The ``min.insync.replicas`` config changes (few: one per topic or broker at most
 per change) are shipped to every task as :class:`MinIsrConfigs` arrays and merged into each
@@ -503,7 +503,7 @@ def _lists(values: np.ndarray, lengths: np.ndarray, null: np.ndarray | None = No
 
 
 class IsrReplay:
-    """The :class:`~workbench.spark.replay.KeyedReplay` of :func:`~workbench.analysis.isr.partition_states`.
+    """The :class:`~workbench.analysis.replay.KeyedReplay` of :func:`~workbench.analysis.isr.partition_states`.
 
     Input rows (sorted by ``topic_id, partition, offset, seq``): ``offset, seq, t_us, full``
     (PartitionRecord) ``, topic_id, partition, leader, isr, replicas, adding, elr``; the topics'
@@ -600,7 +600,7 @@ class IsrReplay:
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     def step(self, batch: pa.RecordBatch, starts: np.ndarray) -> pa.RecordBatch | None:
-        """Replay one batch of sorted rows (see :class:`~workbench.spark.replay.KeyedReplay`)."""
+        """Replay one batch of sorted rows (see :class:`~workbench.analysis.replay.KeyedReplay`)."""
         which = self.topics.lookup(batch.column("topic_id"))
         result = self._assemble(batch, which, self._run(batch, starts, which, False))
         last = batch.num_rows - 1
@@ -699,7 +699,7 @@ def _counts(st: np.ndarray, starts: np.ndarray, t: np.ndarray, known: np.ndarray
 
 
 class CountsReplay:
-    """The :class:`~workbench.spark.replay.KeyedReplay` of :func:`~workbench.analysis.isr.under_min_isr_counts`.
+    """The :class:`~workbench.analysis.replay.KeyedReplay` of :func:`~workbench.analysis.isr.under_min_isr_counts`.
 
     Input rows (sorted by ``broker, time``): ``broker, time`` (µs) and ``delta`` (+1 when an
     under-min-ISR interval the broker leads opens, -1 when it closes, 0 for the broker's first
@@ -743,7 +743,7 @@ class CountsReplay:
 class CountSteps:
     """The steps :class:`CountsReplay` takes, from the intervals of one task of :class:`IsrReplay`.
 
-    A :class:`~workbench.spark.replay.Follower` of the ISR replay (it sees each task's intervals
+    A :class:`~workbench.analysis.replay.Follower` of the ISR replay (it sees each task's intervals
     as they are produced, in any order of partitions): +1 at the start of each under-min-ISR
     interval of a leader broker, -1 at its end (unless the log ended it), 0 at the earliest start
     of each leader broker's intervals; summed per ``(broker, time)`` as they come, so a task keeps
@@ -888,7 +888,7 @@ def _summary(st: np.ndarray, sums: np.ndarray, starts: np.ndarray, start: np.nda
 
 
 class SummaryReplay:
-    """The :class:`~workbench.spark.replay.KeyedReplay` of :func:`~workbench.analysis.isr.partition_summary`.
+    """The :class:`~workbench.analysis.replay.KeyedReplay` of :func:`~workbench.analysis.isr.partition_summary`.
 
     Input rows (sorted by ``topic_id, partition, start, start_offset``): ``topic, start, end`` (µs),
     ``isr_size, min_isr, under_min_isr, under_replicated, offline``. Output: :data:`SUMMARY_SCHEMA`,

@@ -136,7 +136,6 @@ class TableSpec:
 _REGISTRY: dict[str, TableSpec] = {}
 _DISCOVERED = False
 _LOCK = threading.Lock()
-_NOT_TABLE_MODULES = frozenset({"registry", "replay", "source"})
 
 
 def register_table(
@@ -184,14 +183,15 @@ def unregister_table(name: str) -> None:
 
 
 def _discover() -> None:
-    """Import every table module of the ``workbench.spark`` package once (they register themselves)."""
+    """Import every module of the ``workbench.spark`` package once: table modules register themselves
+    (this one and ``source``, the readers' base, register nothing)."""
     global _DISCOVERED
     if _DISCOVERED:
         return
     here = Path(__file__).resolve().parent
     package = __name__.rpartition(".")[0]
     for info in pkgutil.iter_modules([str(here)]):
-        if info.name.startswith("_") or info.name in _NOT_TABLE_MODULES:
+        if info.name.startswith("_"):
             continue
         importlib.import_module(f"{package}.{info.name}")
     _DISCOVERED = True
@@ -372,8 +372,8 @@ def parquet_copy(df: DataFrame) -> str | None:
 
     Its ``*.parquet`` files hold the source's schema, problem rows included (``_problem_kind``
     not null), one file per input partition of the source; a replay may read them itself
-    (:func:`workbench.spark.replay.replay_files`) rather than through Spark. The mark belongs to
-    the DataFrame object, as :func:`workbench.spark.replay.mark_clustered`'s does: a filter or
+    (:func:`workbench.analysis.replay.replay_files`) rather than through Spark. The mark belongs to
+    the DataFrame object, as :func:`workbench.analysis.replay.mark_clustered`'s does: a filter or
     projection of the table is not marked.
     """
     directory = _COPIES.get(df)
