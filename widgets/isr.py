@@ -42,7 +42,7 @@ from widgets._frames import (
     time_window,
     utc_naive,
 )
-from widgets.linking import TimeWindow, place_slider, register_view, slider_options, window_text
+from widgets.linking import FollowsWindow, TimeWindow, register_view, slider_options, window_text
 from workbench.analysis.isr import STATES
 from workbench.errors import ConfigError
 
@@ -465,7 +465,7 @@ def _initial_index(stamps: list[pd.Timestamp], lo: pd.Timestamp | None, hi: pd.T
     return first, last
 
 
-class IsrTimeline(ipw.VBox):
+class IsrTimeline(FollowsWindow, ipw.VBox):
     """Interactive ISR view: topic, state and time filters over the timeline and the counts.
 
     Controls update the two ``FigureWidget``s in place. In a static (papermill/HTML) report use
@@ -562,17 +562,7 @@ class IsrTimeline(ipw.VBox):
         self.timeline = FigureWidget()
         self.counts_figure = FigureWidget()
         self._stamps = stamps
-        #: The shared window's range while the view shows it exactly (the slider snapped around it).
-        self._pinned: tuple[pd.Timestamp | None, pd.Timestamp | None] | None = None
-        self._following = False
-        if window is not None and window.range != (None, None):
-            self._follow({"new": window.range}, refresh=False)
-        self._refresh()
-
-        for control in (self.topic_filter, self.state_filter, self.time_range):
-            control.observe(self._on_change, names="value")
-        if window is not None:
-            window.observe(self._follow, names="range")
+        self._start_following(window, (self.topic_filter, self.state_filter, self.time_range))
 
         help_text = ipw.HTML(
             "<small>Select nothing to show all topics / states. Ctrl/Shift-click selects several.</small>"
@@ -588,16 +578,6 @@ class IsrTimeline(ipw.VBox):
             ]
         )
 
-    def window(self) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
-        """The time window shown: the shared window's range after it moved, else the slider's; ``(None,
-        None)`` when there is no data."""
-        if self.time_range.disabled or len(self.time_range.value) != 2:
-            return None, None
-        if self._pinned is not None:
-            return self._pinned
-        lo, hi = self.time_range.value
-        return pd.Timestamp(lo), pd.Timestamp(hi)
-
     def figures(self) -> tuple[go.Figure, go.Figure]:
         """Plain (static) figures for the current control values, e.g. for export."""
         lo, hi = self.window()
@@ -608,28 +588,6 @@ class IsrTimeline(ipw.VBox):
                                 partitions_total=None if topics or states else self._partitions_total),
             figure_under_min_isr(self._counts, start=lo, end=hi),
         )
-
-    def _on_change(self, change: dict) -> None:
-        if change.get("owner") is self.time_range:
-            if self._following:
-                return  # placed on the shared window: _follow refreshes once
-            self._pinned = None  # the slider moved by hand: it is the window now
-        self._refresh()
-
-    def _follow(self, change: dict, refresh: bool = True) -> None:
-        """Follow a shared time window: the figures show exactly its range and the slider's handles
-        sit on it (its bounds join the interval boundaries)."""
-        if not self._stamps:
-            return
-        lo, hi = change["new"]
-        self._pinned = None if lo is None and hi is None else (lo, hi)
-        self._following = True
-        try:
-            place_slider(self.time_range, self._stamps, lo, hi)
-        finally:
-            self._following = False
-        if refresh:
-            self._refresh()
 
     def _refresh(self) -> None:
         timeline, counts = self.figures()

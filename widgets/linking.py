@@ -19,7 +19,8 @@ import traitlets
 
 from widgets._frames import TimeLike, short_time, time_window
 
-__all__ = ["TimeWindow", "place_slider", "register_view", "slider_options", "view_factories", "window_text"]
+__all__ = ["FollowsWindow", "TimeWindow", "place_slider", "register_view", "slider_options", "view_factories",
+           "window_text"]
 
 
 class TimeWindow(traitlets.HasTraits):
@@ -49,6 +50,68 @@ class TimeWindow(traitlets.HasTraits):
     @property
     def end(self) -> pd.Timestamp | None:
         return self.range[1]
+
+
+class FollowsWindow:
+    """What a view with a time slider does to follow a shared :class:`TimeWindow`.
+
+    The view sets ``time_range`` (a ``SelectionRangeSlider`` over its stops ``_stamps``), defines
+    ``_refresh()`` (redraw for the current controls and :meth:`window`), and calls
+    :meth:`_start_following` once its controls exist. While the shared window has moved, the view
+    shows exactly its range and the slider's handles sit on it (:func:`place_slider`); moving the
+    slider by hand makes the slider the window again.
+    """
+
+    time_range: Any
+    _stamps: list[pd.Timestamp]
+
+    def _start_following(self, window: TimeWindow | None, controls: Any) -> None:
+        """Draw once (at the shared window's range, if it was moved) and observe ``controls`` and ``window``."""
+        #: The shared window's range while the view shows it exactly (the slider snapped around it).
+        self._pinned: tuple[pd.Timestamp | None, pd.Timestamp | None] | None = None
+        self._following = False
+        if window is not None and window.range != (None, None):
+            self._follow({"new": window.range}, refresh=False)
+        self._refresh()
+        for control in controls:
+            control.observe(self._on_change, names="value")
+        if window is not None:
+            window.observe(self._follow, names="range")
+
+    def _refresh(self) -> None:
+        raise NotImplementedError
+
+    def window(self) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
+        """The time window shown: the shared window's range after it moved, else the slider's; ``(None,
+        None)`` when there is no data."""
+        if self.time_range.disabled or len(self.time_range.value) != 2:
+            return None, None
+        if self._pinned is not None:
+            return self._pinned
+        lo, hi = self.time_range.value
+        return pd.Timestamp(lo), pd.Timestamp(hi)
+
+    def _on_change(self, change: dict) -> None:
+        if change.get("owner") is self.time_range:
+            if self._following:
+                return  # placed on the shared window: _follow refreshes once
+            self._pinned = None  # the slider moved by hand: it is the window now
+        self._refresh()
+
+    def _follow(self, change: dict, refresh: bool = True) -> None:
+        """Follow a shared time window: the figures show exactly its range and the slider's handles
+        sit on it (its bounds join the slider's stops)."""
+        if not self._stamps:
+            return
+        lo, hi = change["new"]
+        self._pinned = None if lo is None and hi is None else (lo, hi)
+        self._following = True
+        try:
+            place_slider(self.time_range, self._stamps, lo, hi)
+        finally:
+            self._following = False
+        if refresh:
+            self._refresh()
 
 
 def slider_options(stamps: list[pd.Timestamp]) -> list[tuple[str, pd.Timestamp]]:

@@ -38,7 +38,7 @@ from widgets._frames import (
     time_window,
     utc_naive,
 )
-from widgets.linking import TimeWindow, place_slider, register_view, slider_options, window_text
+from widgets.linking import FollowsWindow, TimeWindow, register_view, slider_options, window_text
 
 __all__ = ["QuorumDivergence", "figure_quorum_divergence"]
 
@@ -209,7 +209,7 @@ def figure_quorum_divergence(
     return fig
 
 
-class QuorumDivergence(ipw.VBox):
+class QuorumDivergence(FollowsWindow, ipw.VBox):
     """Interactive quorum offset divergence: node, source and time filters over one figure.
 
     Parameters
@@ -255,29 +255,10 @@ class QuorumDivergence(ipw.VBox):
                                                    disabled=not stamps, layout=ipw.Layout(width="98%"))
         self.status = ipw.HTML()
         self.figure = FigureWidget()
-        #: The shared window's range while the view shows it exactly (the slider snapped around it).
-        self._pinned: tuple[pd.Timestamp | None, pd.Timestamp | None] | None = None
-        self._following = False
-        if window is not None and window.range != (None, None):
-            self._follow({"new": window.range}, refresh=False)
-        self._refresh()
-        for control in (self.node_filter, self.source_filter, self.time_range):
-            control.observe(self._on_change, names="value")
-        if window is not None:
-            window.observe(self._follow, names="range")
+        self._start_following(window, (self.node_filter, self.source_filter, self.time_range))
         super().__init__(children=[ipw.HBox([self.node_filter, self.source_filter]),
                                    ipw.HTML("<small>Select nothing to show all nodes / sources.</small>"),
                                    self.time_range, self.status, self.figure])
-
-    def window(self) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
-        """The time window shown: the shared window's range after it moved, else the slider's; ``(None,
-        None)`` when there is no data."""
-        if self.time_range.disabled:
-            return None, None
-        if self._pinned is not None:
-            return self._pinned
-        lo, hi = self.time_range.value
-        return pd.Timestamp(lo), pd.Timestamp(hi)
 
     def figure_now(self) -> go.Figure:
         """A plain (static) figure for the current control values."""
@@ -285,28 +266,6 @@ class QuorumDivergence(ipw.VBox):
         return figure_quorum_divergence(self._offsets, self._stalls, self._timeline, self._fences,
                                         nodes=self.node_filter.value or None,
                                         sources=self.source_filter.value or None, start=lo, end=hi)
-
-    def _on_change(self, change: dict) -> None:
-        if change.get("owner") is self.time_range:
-            if self._following:
-                return  # placed on the shared window: _follow refreshes once
-            self._pinned = None  # the slider moved by hand: it is the window now
-        self._refresh()
-
-    def _follow(self, change: dict, refresh: bool = True) -> None:
-        """Follow a shared time window: the figure shows exactly its range and the slider's handles
-        sit on it (its bounds join the slider's stops)."""
-        if not self._stamps:
-            return
-        lo, hi = change["new"]
-        self._pinned = None if lo is None and hi is None else (lo, hi)
-        self._following = True
-        try:
-            place_slider(self.time_range, self._stamps, lo, hi)
-        finally:
-            self._following = False
-        if refresh:
-            self._refresh()
 
     def _refresh(self) -> None:
         fig = self.figure_now()
