@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             a = time.monotonic()
             has = area_has_data(inv.tables, area.name)
             b = time.monotonic()
-            rows = check_findings(area.findings(inv.tables, dict(inv.params)), area.name).collect() if has else []
+            rows = check_findings(area.findings_for(inv.tables, inv.params), area.name).collect() if has else []
             c = time.monotonic()
         jobs = tracker.getJobIdsForGroup(f"bench-{area.name}")
         stages = sum(len(info.stageIds) for j in jobs if (info := tracker.getJobInfo(j)) is not None)

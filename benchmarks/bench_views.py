@@ -122,7 +122,7 @@ def main() -> None:
 
         for name, area in areas().items():
             if step(f"has_data:{name}", lambda n=name: area_has_data(inv.tables, n)):
-                rows = step(f"findings:{name}", lambda a=area: a.findings(inv.tables, dict(inv.params)).collect())
+                rows = step(f"findings:{name}", lambda a=area: a.findings_for(inv.tables, inv.params).collect())
                 per_area[name] = dict(Counter((r["kind"], r["severity"]) for r in rows).most_common())
                 per_area[name] = {f"{k} {s}": n for (k, s), n in per_area[name].items()}
     draws: list[dict] = []

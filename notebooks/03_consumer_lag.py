@@ -66,7 +66,7 @@ if lag_data:
     per_group = ordered_findings(lag_analysis.findings_for(inv.tables, inv.params))  # not grouped, first 50
     display(HTML(findings_html(per_group.limit(50).toPandas(), total=per_group.count(),
                                empty="No group lagged, lost records or had its offsets removed.")))
-    lag_frames = {k: v.toPandas() for k, v in lag_area.frames(inv.tables, inv.params).items()}
+    lag_frames = {k: v.toPandas() for k, v in lag_area.frames_for(inv.tables, inv.params).items()}
 
 # %% [markdown]
 # ## Lag histograms, page cache and lag over time

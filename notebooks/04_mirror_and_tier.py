@@ -63,7 +63,7 @@ if not inv.has_data("mirror"):
 
 # %%
 if mirror_data:
-    mirror_result = mirror_analysis.analysed(inv.tables, inv.params)
+    mirror_result = mirror_analysis.analyse(inv.tables, inv.params)
     display(HTML(findings_html(ordered_findings(mirror_analysis.findings(mirror_result)).toPandas(),
                                empty="MirrorMaker 2 kept up: no outage, and translation was current.")))
 

@@ -755,11 +755,11 @@ def run_bundle(spark: Any, path: Path, *, tables: set[str] | None = None, areas:
         seen: set[str] = set()
         with _recording(seen) if record else contextlib.nullcontext():
             if area_has_data(inv.tables, name):
-                frame = check_findings(area.findings(inv.tables, inv.params), name)
+                frame = check_findings(area.findings_for(inv.tables, inv.params), name)
                 findings[name] = [r.asDict(recursive=True) for r in frame.collect()]
             else:
                 findings[name] = []
-            figures[name] = area.key_figures(inv.tables, inv.params) if area.key_figures else {}
+            figures[name] = area.key_figures_for(inv.tables, inv.params)
         read[name] = seen
     out = Outcome(kept, problems, findings, figures, read, time.monotonic() - t0, appendix)
     _close(spark, inv)

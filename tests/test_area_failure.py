@@ -32,7 +32,8 @@ def _kept(summary):
 def test_a_failing_area_is_named_and_the_others_are_reported(spark, kafka_bundle):
     bundle = kafka_bundle("isr")
     clean = open_investigation(bundle, spark=spark, params={"report": True}).summary()
-    register_area("zz_failing", title="An area that fails", order=99, findings=_raises, tables=("metadata",))
+    register_area("zz_failing", title="An area that fails", order=99, analyse=_raises,
+                  findings=lambda result: result, tables=("metadata",))
     try:
         inv = open_investigation(bundle, spark=spark, params={"report": True, "run": "with a failing area"})
         got = inv.summary()

@@ -7,12 +7,15 @@ Layers, bottom first (``../shared/DESIGN.md``, ``ARCHITECTURE.md``)::
 
 Every ``import`` counts, at module level or inside a function (a lazy import is still a
 dependency); imports under ``if TYPE_CHECKING:`` count too. Third-party packages are ignored.
+Every analysis area follows one contract (``workbench.analysis.findings.Area``), in its own module.
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("workbench", "widgets")
@@ -135,3 +138,34 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     assert layer("workbench.formats.batch") == 1 and layer("workbench.spark.registry") == 3
     assert layer("workbench.report") == 6 and layer("widgets.isr") == 5
     assert layer("workbench.analysis.isr") == 4 < layer("widgets.isr")
+
+
+def test_every_area_follows_the_one_contract_in_its_own_module():
+    """Each registered area's four roles (analyse(tables, params) -> result; findings, frames and
+    key figures of that result) are defined in its own module or package, ``workbench.analysis.<area>``."""
+    import inspect
+
+    from workbench.analysis.findings import areas
+
+    found = areas()
+    assert {"quorum", "isr", "consumer_lag", "mirror", "tier"} <= set(found)
+    for name, area in found.items():
+        for role, arguments in (("analyse", 2), ("findings", 1), ("frames", 1), ("key_figures", 1)):
+            function = getattr(area, role)
+            if function is None and role in ("frames", "key_figures"):   # optional roles
+                continue
+            home = f"workbench.analysis.{name}"
+            assert function.__module__ == home or function.__module__.startswith(home + "."), (name, role)
+            inspect.signature(function).bind(*range(arguments))
+
+
+def test_an_area_not_following_the_contract_is_refused():
+    from workbench.analysis.findings import areas, register_area
+    from workbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"'zz_old': its findings must be called as findings\(result\)"):
+        register_area("zz_old", title="Old style", order=99, analyse=lambda tables, params: None,
+                      findings=lambda tables, params: None)
+    with pytest.raises(ConfigError, match=r"its analyse must be called as analyse\(tables, params\)"):
+        register_area("zz_old", title="Old style", order=99, analyse=lambda tables: None, findings=lambda r: r)
+    assert "zz_old" not in areas()

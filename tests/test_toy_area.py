@@ -46,10 +46,14 @@ TOY_AREA = '''"""Toy area: a warning for every gauge of the bundle's metric expo
 from workbench.analysis.findings import register_area
 
 
-def _findings(tables, params):
+def _analyse(tables, params):
+    return tables.toy_gauges
+
+
+def _findings(gauges):
     from pyspark.sql import functions as F
 
-    return tables.toy_gauges.select(
+    return gauges.select(
         F.lit("toy").alias("area"), F.lit("toy_gauge").alias("kind"), F.lit("warning").alias("severity"),
         F.lit("gauge").alias("subject_type"), F.col("name").alias("subject"), F.col("first").alias("start"),
         F.col("last").alias("end"),
@@ -58,15 +62,15 @@ def _findings(tables, params):
         F.create_map(F.lit("peak"), F.col("peak")).alias("figures"))
 
 
-def _frames(tables, params):
-    return {"gauges": tables.toy_gauges}
+def _frames(gauges):
+    return {"gauges": gauges}
 
 
-def _key_figures(tables, params):
-    return {"toy_gauges": tables.toy_gauges.count()}
+def _key_figures(gauges):
+    return {"toy_gauges": gauges.count()}
 
 
-register_area("toy", title="Toy gauges", order=90, findings=_findings, tables=("toy_gauges",),
+register_area("toy", title="Toy gauges", order=90, analyse=_analyse, findings=_findings, tables=("toy_gauges",),
               frames=_frames, key_figures=_key_figures)
 '''
 
@@ -90,7 +94,7 @@ from widgets.findings import findings_html
 from workbench.analysis.findings import areas, ordered_findings
 
 if inv.has_data("toy"):
-    toy = areas()["toy"].findings(inv.tables, inv.params)
+    toy = areas()["toy"].findings_for(inv.tables, inv.params)
     display(HTML(findings_html(ordered_findings(toy).toPandas(), empty="No gauge.")))
 '''
 

@@ -242,9 +242,10 @@ class Investigation:
 
         factory = view_factories().get(area)
         known = areas().get(area)
-        if factory is None or known is None or known.frames is None:
+        shown = None if factory is None or known is None else known.frames_for(self.tables, self.params)
+        if shown is None:
             return None
-        frames = {name: frame.toPandas() for name, frame in known.frames(self.tables, self.params).items()}
+        frames = {name: frame.toPandas() for name, frame in shown.items()}
         return factory(frames, self.window)
 
     def summary(self) -> dict[str, Any]:
@@ -264,7 +265,7 @@ class Investigation:
             extra: dict[str, Any] = {}
             if area.key_figures and data and name not in self.failed:
                 try:
-                    extra = area.key_figures(self.tables, self.params)
+                    extra = area.key_figures_for(self.tables, self.params)
                 except Exception as exc:  # noqa: BLE001 - the area is named as failed, the others stay
                     from workbench.analysis.findings import failure_text
 

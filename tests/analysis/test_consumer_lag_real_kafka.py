@@ -361,12 +361,12 @@ def test_area_is_registered_with_findings_and_key_figures(bundle):
 
     area = areas()["consumer_lag"]
     assert (area.order, area.title) == (3, "Consumer lag in records, bytes and time")
-    found = area.findings(tables, {}).toPandas()
+    found = area.findings_for(tables, {}).toPandas()
     assert {"lag", "retention_loss", "offsets_removed"} <= set(found.kind)
     slow = found[(found.kind == "lag") & (found.subject == "slow")]
     assert len(slow) == 1 and "behind the tail on broker 2" in slow.summary.iloc[0]
-    figures = area.key_figures(tables, {})
+    figures = area.key_figures_for(tables, {})
     lags = cl.lags_for(tables).toPandas()
     assert figures["commits"] == len(lags) and figures["max_bytes_lag"] == lags.bytes_lag.max()
-    frames = area.frames(tables, {})
+    frames = area.frames_for(tables, {})
     assert {"histogram_bytes", "histogram_time", "page_cache", "top_partitions", "series"} <= set(frames)

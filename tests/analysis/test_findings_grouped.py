@@ -84,32 +84,46 @@ def test_chains_count_the_subjects_of_grouped_findings(spark):
 
 
 class _KeptTables:
-    """A bundle's tables as far as the findings cache sees them: ``derive`` keeps each key's result."""
+    """A bundle's tables as far as the area's caches see them: ``derive`` (frames) and ``kept``
+    (results) each keep one result per key."""
 
     def __init__(self):
-        self.kept = {}
+        self.store = {}
 
     def derive(self, key, compute):
-        if key not in self.kept:
-            self.kept[key] = compute()
-        return self.kept[key]
+        if key not in self.store:
+            self.store[key] = compute()
+        return self.store[key]
+
+    kept = derive
 
 
-def test_an_areas_findings_are_computed_once_per_bundle_and_parameters():
-    from workbench.analysis.findings import _kept
+def test_an_areas_result_and_findings_are_computed_once_per_bundle_and_parameters():
+    from workbench.analysis.findings import Area
 
-    calls = []
+    analysed, found = [], []
 
-    def compute(tables, params):
-        calls.append(dict(params))
-        return f"findings {len(calls)}"
+    def analyse(tables, params):
+        analysed.append(dict(params))
+        return f"result {len(analysed)}"
 
-    kept = _kept("isr", compute)
+    def findings(result):
+        found.append(result)
+        return f"findings of {result}"
+
+    area = Area("isr", "ISR", 2, analyse, findings, frames=lambda r: {"f": r}, key_figures=lambda r: {"k": r})
     tables = _KeptTables()
-    assert kept(tables, {"isr_flap_threshold": 3}) == kept(tables, {"isr_flap_threshold": 3}) == "findings 1"
-    assert kept(tables, {"isr_flap_threshold": 5}) == "findings 2"          # other parameters: computed
-    assert kept(_KeptTables(), {"isr_flap_threshold": 3}) == "findings 3"   # another bundle: computed
-    assert kept({}, {}) == "findings 4" and kept({}, {}) == "findings 5"    # tables that keep nothing
-    # an area registered again under the same name keeps nothing of the old function's results
-    assert _kept("isr", lambda t, p: "new")(tables, {"isr_flap_threshold": 3}) == "new"
-    assert kept.__wrapped__ is compute
+    assert area.findings_for(tables, {"isr_flap_threshold": 3}) == "findings of result 1"
+    assert area.findings_for(tables, {"isr_flap_threshold": 3}) == "findings of result 1"
+    # the view frames and key figures read the same result
+    assert area.frames_for(tables, {"isr_flap_threshold": 3}) == {"f": "result 1"}
+    assert area.key_figures_for(tables, {"isr_flap_threshold": 3}) == {"k": "result 1"}
+    assert (analysed, found) == ([{"isr_flap_threshold": 3}], ["result 1"])
+    assert area.findings_for(tables, {"isr_flap_threshold": 5}) == "findings of result 2"         # other parameters
+    assert area.findings_for(_KeptTables(), {"isr_flap_threshold": 3}) == "findings of result 3"  # another bundle
+    assert area.findings_for({}, {}) == "findings of result 4"   # tables that keep nothing: each time
+    assert area.findings_for({}, {}) == "findings of result 5"
+    # an area registered again under the same name keeps nothing of the old one's results
+    again = Area("isr", "ISR", 2, lambda t, p: "new", lambda r: r)
+    assert again.findings_for(tables, {"isr_flap_threshold": 3}) == "new"
+    assert Area("isr", "ISR", 2, analyse, findings).frames_for(tables, {}) is None

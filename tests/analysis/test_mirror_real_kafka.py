@@ -51,7 +51,7 @@ class Run:
         self.path = path
         self.manifest = json.loads((path / "manifest.json").read_text())
         self.tables = workbench.load(workbench.open_bundle(path), spark)
-        self.result = mirror.analysed(self.tables, params or {}, **window)
+        self.result = mirror.analyse(self.tables, params or {}, **window)
         self.timeline = self.result.timeline.toPandas()
         self.episodes = self.result.episodes.toPandas()
         self.outages = self.result.outages.toPandas()

@@ -93,7 +93,7 @@ def test_before_noop_records_the_absence_is_stated_and_no_stall_is_claimed(era):
         assert batches["time_ms"].diff().max() > 4 * quorum.DEFAULT_IDLE_MS  # a silent gap, not a stall
         (note,) = found[found["kind"] == "no_noop_records"]["summary"]
         assert "writes no NoOpRecords" in note and "no stall is claimed" in note and "3.2 or older" in note
-        assert quorum._key_figures(tables, {})["commit_stalls"] is None
+        assert quorum.key_figures(quorum.analyse(tables, {}))["commit_stalls"] is None
     else:
         # 3.3 and later: one NoOpRecord per idle interval (500 ms by default), and no stall
         assert noops >= 20 and result.writing.writes_noops
@@ -104,7 +104,7 @@ def test_before_noop_records_the_absence_is_stated_and_no_stall_is_claimed(era):
         noop_times = records[records["type"] == "NO_OP_RECORD"]["time_ms"].diff().dropna()
         assert abs(noop_times.median() - quorum.DEFAULT_IDLE_MS) <= 50
         assert "no_noop_records" not in set(found["kind"])
-        assert quorum._key_figures(tables, {})["commit_stalls"] == 0
+        assert quorum.key_figures(quorum.analyse(tables, {}))["commit_stalls"] == 0
     assert result.stalls.count() == 0
     assert "commit_stall" not in set(found["kind"]) and "node_behind" not in set(found["kind"])
     (epoch,) = result.timeline.toPandas().to_dict("records")

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import burrow as burrow_rules
@@ -1369,11 +1370,34 @@ _GROUPED_PHRASES = {"lag": "read behind the tail", "retention_loss": "lost recor
                     "burrow_warn": "were rated WARN by Burrow", "stuck": "had committed offsets standing still"}
 
 
-def _area_findings(tables: Any, params: Mapping[str, Any]) -> DataFrame:
+@dataclass(frozen=True)
+class ConsumerLagAnalysis:
+    """The consumer-lag area's analysis of one bundle (:func:`analyse`): its tables and parameters.
+
+    Each output (lags, losses, Burrow statuses, findings) is kept with the tables when first
+    computed (:meth:`~workbench.spark.registry.Tables.derive`), so the roles below read them once.
+    """
+
+    tables: Any
+    params: Mapping[str, Any]
+
+    @property
+    def has_commits(self) -> bool:
+        """Whether the bundle holds any committed offset."""
+        return _has_commits(self.tables)
+
+
+def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> ConsumerLagAnalysis:
+    """The consumer-lag area's analysis of a bundle's tables."""
+    return ConsumerLagAnalysis(tables, dict(params or {}))
+
+
+def area_findings(result: ConsumerLagAnalysis) -> DataFrame:
+    """The area's findings: :func:`findings_for`, with many groups in trouble at once told as one."""
     from workbench.analysis.findings import grouped_findings
 
-    return grouped_findings(findings_for(tables, params), phrases=_GROUPED_PHRASES,
-                            min_subjects=int(params.get("lag_group_groups") or GROUP_GROUPS))
+    return grouped_findings(findings_for(result.tables, result.params), phrases=_GROUPED_PHRASES,
+                            min_subjects=int(result.params.get("lag_group_groups") or GROUP_GROUPS))
 
 
 #: How many partitions :func:`_view_frames` keeps per frame (the worst by byte lag).
@@ -1398,9 +1422,11 @@ def top_partitions(lags: DataFrame, n: int = VIEW_TOP_PARTITIONS) -> DataFrame:
                        "group", "topic", "partition").limit(n)
 
 
-def _view_frames(tables: Any, params: Mapping[str, Any]) -> dict[str, DataFrame]:
-    if not _has_commits(tables):
+def view_frames(result: ConsumerLagAnalysis) -> dict[str, DataFrame]:
+    """What the consumer-lag view draws: histograms, the page-cache CDF, the worst partitions' series, groups."""
+    if not result.has_commits:
         return {}
+    tables, params = result.tables, result.params
     lags = cache_lags_for(tables)
     top = top_partitions(lags, int(params.get("lag_top_partitions") or VIEW_TOP_PARTITIONS))
     keep = ["group", "topic", "partition", "commit_time", "committed_offset", "log_end_offset", "records_lag",
@@ -1418,11 +1444,13 @@ def _view_frames(tables: Any, params: Mapping[str, Any]) -> dict[str, DataFrame]
     }
 
 
-def _key_figures(tables: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+def key_figures(result: ConsumerLagAnalysis) -> dict[str, Any]:
+    """The summary's figures: groups, commits, the largest lags, records lost, removed offsets, page cache."""
     from pyspark.sql import functions as F
 
-    if not _has_commits(tables):
+    if not result.has_commits:
         return {"groups": 0, "commits": 0}
+    tables = result.tables
     lags = lags_for(tables)
     row = lags.agg(
         F.countDistinct("group").alias("groups"),
@@ -1447,8 +1475,8 @@ def _register() -> None:
     from workbench.analysis.findings import register_area
 
     register_area("consumer_lag", title="Consumer lag in records, bytes and time", order=3,
-                  findings=_area_findings, tables=("offsets",), frames=_view_frames,
-                  key_figures=_key_figures)
+                  analyse=analyse, findings=area_findings, tables=("offsets",), frames=view_frames,
+                  key_figures=key_figures)
 
 
 _register()

@@ -1,8 +1,9 @@
 """Findings as data: what each analysis concluded, in one table, and the registry of analysis areas.
 
 Every analysis module (``workbench/analysis/<area>.py``) turns its figures into rows of
-:data:`FINDINGS_SCHEMA` and registers its area with :func:`register_area`, naming the function
-that computes its findings from a bundle's tables. The overview, the report and the scheduler's
+:data:`FINDINGS_SCHEMA` and registers its area with :func:`register_area`: the four roles of
+:class:`Area` (analyse a bundle's tables into one result; its findings, view frames and key
+figures from that result). The overview, the report and the scheduler's
 summary read :func:`all_findings`, so adding an area adds a module and edits nothing here.
 
 Columns of a finding:
@@ -24,7 +25,7 @@ import itertools
 import pkgutil
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +69,20 @@ def check_findings(frame: DataFrame, what: str) -> DataFrame:
 
 @dataclass(frozen=True)
 class Area:
-    """One question the workbench answers.
+    """One question the workbench answers, and the contract every area follows.
+
+    An area registers four roles (:func:`register_area`), the same for every area:
+
+    * ``analyse(tables, params) -> result``: everything the area computes for a bundle's
+      :class:`~workbench.spark.registry.Tables` and the report parameters, as one object (kept
+      per bundle and parameters: :meth:`result_for`);
+    * ``findings(result) -> DataFrame`` of :data:`FINDINGS_SCHEMA`;
+    * ``frames(result) -> {name: DataFrame}`` (optional): the small, aggregated results its
+      interactive view draws (``widgets.linking.register_view``);
+    * ``key_figures(result) -> {name: number}`` (optional): for the machine-readable summary.
+
+    The overview, the report and the summary call :meth:`findings_for`, :meth:`frames_for` and
+    :meth:`key_figures_for` with a bundle's tables and parameters.
 
     Attributes
     ----------
@@ -78,44 +92,82 @@ class Area:
         A heading for views and reports ("ISR health (KIP-164)").
     order : int
         Position among areas in the overview and the report.
-    findings : callable
-        ``findings(tables, params) -> DataFrame`` of :data:`FINDINGS_SCHEMA`, from a bundle's
-        :class:`~workbench.spark.registry.Tables` and the report parameters (a mapping).
     tables : tuple of str
         The tables it reads (a report says an area has no data when none of them has rows).
-    frames : callable, optional
-        ``frames(tables, params) -> {name: DataFrame}``: the small, aggregated results its
-        interactive view draws (``widgets.linking.register_view``).
-    key_figures : callable, optional
-        ``key_figures(tables, params) -> {name: number}`` for the machine-readable summary.
     """
 
     name: str
     title: str
     order: int
-    findings: Callable[[Any, Mapping[str, Any]], DataFrame]
+    analyse: Callable[[Any, Mapping[str, Any]], Any]
+    findings: Callable[[Any], DataFrame]
     tables: tuple[str, ...] = ()
-    frames: Callable[[Any, Mapping[str, Any]], dict[str, DataFrame]] | None = None
-    key_figures: Callable[[Any, Mapping[str, Any]], dict[str, Any]] | None = None
+    frames: Callable[[Any], dict[str, DataFrame]] | None = None
+    key_figures: Callable[[Any], dict[str, Any]] | None = None
+    token: int = field(default_factory=lambda: next(_TOKENS), compare=False)
+
+    def result_for(self, tables: Any, params: Mapping[str, Any] | None = None) -> Any:
+        """``analyse(tables, params)``, computed once per loaded bundle and parameters
+        (:meth:`~workbench.spark.registry.Tables.kept`; tables without it compute it each time)."""
+        params = dict(params or {})
+        keep = getattr(tables, "kept", None)
+        if keep is None:
+            return self.analyse(tables, params)
+        return keep(f"result.{self.name}:{self.token}:{_params_key(params)}", lambda: self.analyse(tables, params))
+
+    def findings_for(self, tables: Any, params: Mapping[str, Any] | None = None) -> DataFrame:
+        """The area's findings of a bundle, kept with its tables per parameters.
+
+        Findings are few rows computed from many (an area's replays, joins and groupings): the
+        overview, the report and an area's own section ask for them in turn. Through
+        :meth:`~workbench.spark.registry.Tables.derive` they are computed once per loaded bundle and
+        parameters; tables without ``derive`` (a plain mapping) compute them each time.
+        """
+        params = dict(params or {})
+        derive = getattr(tables, "derive", None)
+        if derive is None:
+            return self.findings(self.result_for(tables, params))
+        key = f"findings.{self.name}:{self.token}:{_params_key(params)}"
+        return derive(key, lambda: self.findings(self.result_for(tables, params)))
+
+    def frames_for(self, tables: Any, params: Mapping[str, Any] | None = None) -> dict[str, DataFrame] | None:
+        """What the area's view draws for a bundle (None: the area has no view frames)."""
+        return None if self.frames is None else self.frames(self.result_for(tables, params))
+
+    def key_figures_for(self, tables: Any, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The area's key figures of a bundle (empty: the area names none)."""
+        return {} if self.key_figures is None else self.key_figures(self.result_for(tables, params))
 
 
 _AREAS: dict[str, Area] = {}
 _DISCOVERED = False
 _LOCK = threading.Lock()
+_TOKENS = itertools.count()
 
 
-def register_area(name: str, *, title: str, order: int, findings: Callable[[Any, Mapping[str, Any]], DataFrame],
-                  tables: tuple[str, ...] = (),
-                  frames: Callable[[Any, Mapping[str, Any]], dict[str, DataFrame]] | None = None,
-                  key_figures: Callable[[Any, Mapping[str, Any]], dict[str, Any]] | None = None) -> Area:
-    """Declare an analysis area (called by its module at import time).
+def _params_key(params: Mapping[str, Any]) -> str:
+    return repr(sorted((str(k), repr(v)) for k, v in params.items()))
+
+
+def register_area(name: str, *, title: str, order: int, analyse: Callable[[Any, Mapping[str, Any]], Any],
+                  findings: Callable[[Any], DataFrame], tables: tuple[str, ...] = (),
+                  frames: Callable[[Any], dict[str, DataFrame]] | None = None,
+                  key_figures: Callable[[Any], dict[str, Any]] | None = None) -> Area:
+    """Declare an analysis area with its four roles (:class:`Area`; called by its module at import).
+
+    A name registered again replaces the old area and keeps none of its results.
 
     Examples
     --------
     >>> areas()["isr"].title
     'ISR health (KIP-164)'
     """
-    area = Area(name, title, order, _kept(name, findings), tuple(tables), frames, key_figures)
+    roles = {"analyse": (analyse, 2), "findings": (findings, 1), "frames": (frames, 1), "key_figures": (key_figures, 1)}
+    for role, (function, arguments) in roles.items():
+        if function is not None and not _takes(function, arguments):
+            wanted = "(tables, params)" if arguments == 2 else "(result)"
+            raise ConfigError(f"analysis area {name!r}: its {role} must be called as {role}{wanted}")
+    area = Area(name, title, order, analyse, findings, tuple(tables), frames, key_figures)
     with _LOCK:
         old = _AREAS.get(name)
         if old is not None and (old.title, old.order) != (title, order):
@@ -124,31 +176,17 @@ def register_area(name: str, *, title: str, order: int, findings: Callable[[Any,
     return area
 
 
-_TOKENS = itertools.count()
+def _takes(function: Callable[..., Any], arguments: int) -> bool:
+    """Whether ``function`` can be called with exactly ``arguments`` positional arguments."""
+    import inspect
 
-
-def _kept(name: str, compute: Callable[[Any, Mapping[str, Any]], DataFrame]) -> Callable[[Any, Mapping[str, Any]],
-                                                                                      DataFrame]:
-    """An area's findings function whose result is kept with the bundle's tables, per parameters.
-
-    Findings are few rows computed from many (an area's replays, joins and groupings): the
-    overview, the report and an area's own section ask for them in turn, and each got them
-    computed again, a cost that stays even when their inputs are kept. Through
-    :meth:`~workbench.spark.registry.Tables.derive` they are computed once per loaded bundle and
-    parameters; tables without ``derive`` (a plain mapping) compute them each time.
-    """
-    token = next(_TOKENS)  # a function registered again under the same name keeps nothing of the old one
-
-    def findings(tables: Any, params: Mapping[str, Any]) -> DataFrame:
-        derive = getattr(tables, "derive", None)
-        if derive is None:
-            return compute(tables, params)
-        key = f"findings.{name}:{token}:{sorted((str(k), repr(v)) for k, v in dict(params or {}).items())}"
-        return derive(key, lambda: compute(tables, params))
-
-    findings.__wrapped__ = compute  # type: ignore[attr-defined]
-    findings.__doc__ = compute.__doc__
-    return findings
+    try:
+        inspect.signature(function).bind(*range(arguments))
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read (a builtin): taken on trust
+        return True
+    return True
 
 
 def areas() -> dict[str, Area]:
@@ -322,7 +360,7 @@ def findings_in_turn(tables: Any, params: Mapping[str, Any] | None = None, *,
         # and kept as rows, so what follows (correlation, views) plans over a small local table
         # instead of every area's lineage at once, which outgrew a 512 MiB driver
         try:
-            rows = check_findings(area.findings(tables, dict(params or {})), f"area {area.name}").collect()
+            rows = check_findings(area.findings_for(tables, params), f"area {area.name}").collect()
         except Exception as exc:  # noqa: BLE001 - named in the report's first section, the other areas go on
             if failed is None:
                 raise

@@ -20,6 +20,7 @@ and it is re-evaluated at every config change, so a change mid-stream opens a ne
 from __future__ import annotations
 
 import datetime
+import functools
 import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -1080,9 +1081,33 @@ def findings_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
                                           stops=cluster_stops(tables.metadata)))
 
 
-def _area_findings(tables: Any, params: Mapping[str, Any]) -> DataFrame:
-    return area_findings(states_for(tables, params), per_partition=findings_for(tables, params),
-                         group_partitions=int(params.get("isr_group_partitions") or GROUP_PARTITIONS))
+class IsrAnalysis:
+    """The ISR area's analysis of one bundle (:func:`analyse`): the partition states, and the
+    per-partition findings once asked for, with the parameters that shape the area's outputs."""
+
+    def __init__(self, tables: Any, params: Mapping[str, Any]) -> None:
+        self.tables, self.params = tables, dict(params)
+        self.states = states_for(tables, self.params)
+
+    @functools.cached_property
+    def per_partition(self) -> DataFrame:
+        """Every partition's findings (:func:`findings_for`)."""
+        return findings_for(self.tables, self.params)
+
+    def setting(self, name: str, default: int) -> int:
+        """An integer parameter of the area (``isr_group_partitions``...), else its default."""
+        return int(self.params.get(name) or default)
+
+
+def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> IsrAnalysis:
+    """The ISR area's analysis of a bundle's tables (states computed once per bundle and static min ISR)."""
+    return IsrAnalysis(tables, params or {})
+
+
+def grouped_area_findings(result: IsrAnalysis) -> DataFrame:
+    """The area's findings of one analysis: :func:`area_findings` of its states and per-partition findings."""
+    return area_findings(result.states, per_partition=result.per_partition,
+                         group_partitions=result.setting("isr_group_partitions", GROUP_PARTITIONS))
 
 
 #: Partitions whose intervals a view receives at most (the least healthy; ``isr_view_partitions``).
@@ -1175,16 +1200,17 @@ def view_frames(states: DataFrame, *, topics: Any = None, start: Any = None, end
     return {"states": shown_states, "counts": thinned, "partitions": total}
 
 
-def _view_frames(tables: Any, params: Mapping[str, Any]) -> dict[str, DataFrame]:
-    return view_frames(states_for(tables, params),
-                       partitions=int(params.get("isr_view_partitions") or VIEW_PARTITIONS),
-                       points=int(params.get("isr_view_points") or VIEW_POINTS))
+def area_view_frames(result: IsrAnalysis) -> dict[str, DataFrame]:
+    """What the ISR view draws (:func:`view_frames`), bounded by ``isr_view_partitions`` and ``isr_view_points``."""
+    return view_frames(result.states, partitions=result.setting("isr_view_partitions", VIEW_PARTITIONS),
+                       points=result.setting("isr_view_points", VIEW_POINTS))
 
 
-def _key_figures(tables: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+def key_figures(result: IsrAnalysis) -> dict[str, Any]:
+    """The summary's figures: partitions, those under min ISR or offline, and for how long in all."""
     from pyspark.sql import functions as F
 
-    summary = partition_summary(states_for(tables, params))
+    summary = partition_summary(result.states)
     row = summary.agg(
         F.count("*").alias("partitions"),
         F.sum((F.col("under_min_isr_seconds") > 0).cast("int")).alias("partitions_under_min_isr"),
@@ -1198,8 +1224,8 @@ def _key_figures(tables: Any, params: Mapping[str, Any]) -> dict[str, Any]:
 def _register() -> None:
     from workbench.analysis.findings import register_area
 
-    register_area("isr", title="ISR health (KIP-164)", order=2, findings=_area_findings, tables=("metadata",),
-                  frames=_view_frames, key_figures=_key_figures)
+    register_area("isr", title="ISR health (KIP-164)", order=2, analyse=analyse, findings=grouped_area_findings,
+                  tables=("metadata",), frames=area_view_frames, key_figures=key_figures)
 
 
 _register()

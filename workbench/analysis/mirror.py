@@ -42,7 +42,7 @@ and nodes sharing a ``meta.properties`` cluster id sharing an alias).
 Examples
 --------
 >>> from workbench.analysis import mirror
->>> frames = mirror.analysed(tables, {})                           # doctest: +SKIP
+>>> frames = mirror.analyse(tables, {})                           # doctest: +SKIP
 >>> frames.windows.where("topic = 'orders'").show()                # doctest: +SKIP
 >>> mirror.findings_for(tables, {}).show(truncate=False)          # doctest: +SKIP
 """
@@ -1083,8 +1083,8 @@ def _derive(tables: Any, key: str, compute: Any) -> DataFrame:
     return tables.derive(key, lambda: compute().localCheckpoint(eager=True))
 
 
-def analysed(tables: Any, params: Mapping[str, Any] | None = None, *, start: Any = None,
-             end: Any = None) -> MirrorAnalysis:
+def analyse(tables: Any, params: Mapping[str, Any] | None = None, *, start: Any = None,
+            end: Any = None) -> MirrorAnalysis:
     """Every mirror result of a bundle, computed once per tables, parameters and window.
 
     Parameters
@@ -1340,13 +1340,14 @@ def _stale_episodes(audit: DataFrame) -> DataFrame:
 def findings_for(tables: Any, params: Mapping[str, Any] | None = None, *, start: Any = None,
                  end: Any = None) -> DataFrame:
     """:func:`findings` of a bundle's tables (computed once per tables, parameters and window)."""
-    result = analysed(tables, params or {}, start=start, end=end)
+    result = analyse(tables, params or {}, start=start, end=end)
     return tables.derive(f"mirror.findings:{sorted(settings_from(params or {}).items())}:{start}:{end}",
                          lambda: findings(result, tables.spark))
 
 
-def _area_findings(tables: Any, params: Mapping[str, Any]) -> DataFrame:
-    return findings_for(tables, params)
+def area_findings(result: MirrorAnalysis) -> DataFrame:
+    """The area's findings of one analysis (:func:`findings`)."""
+    return findings(result)
 
 
 def audit_summary(audit: DataFrame) -> DataFrame:
@@ -1376,17 +1377,17 @@ def audit_summary(audit: DataFrame) -> DataFrame:
         .orderBy("group", "topic", "partition"))
 
 
-def _view_frames(tables: Any, params: Mapping[str, Any]) -> dict[str, DataFrame]:
-    result = analysed(tables, params)
+def view_frames(result: MirrorAnalysis) -> dict[str, DataFrame]:
+    """What the mirror view draws: lag windows, episodes, outages, the failover audit's boundaries, samples."""
     return {"windows": result.windows, "episodes": result.episodes, "outages": result.outages,
             "audit": result.audit.where("boundary"), "metrics": result.metrics,
             "timeline": result.timeline.where("boundary")}
 
 
-def _key_figures(tables: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+def key_figures(result: MirrorAnalysis) -> dict[str, Any]:
+    """The summary's figures: partitions, the largest lags, outages, episodes, the failover audit's worst."""
     from pyspark.sql import functions as F
 
-    result = analysed(tables, params)
     t = result.timeline.agg(F.countDistinct(*KEY).alias("partitions"),
                             F.max("lag_records").alias("max_lag_records"), F.max("lag_bytes").alias("max_lag_bytes"),
                             F.max("lag_age_s").alias("max_lag_age_s")).collect()[0].asDict()
@@ -1403,8 +1404,8 @@ def _key_figures(tables: Any, params: Mapping[str, Any]) -> dict[str, Any]:
 def _register() -> None:
     from workbench.analysis.findings import register_area
 
-    register_area("mirror", title="MirrorMaker 2 backlog (KIP-971)", order=4, findings=_area_findings,
-                  tables=("mirror",), frames=_view_frames, key_figures=_key_figures)
+    register_area("mirror", title="MirrorMaker 2 backlog (KIP-971)", order=4, analyse=analyse,
+                  findings=area_findings, tables=("mirror",), frames=view_frames, key_figures=key_figures)
 
 
 _register()

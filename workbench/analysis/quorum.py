@@ -1462,25 +1462,25 @@ def findings_for(tables: Any, params: Mapping[str, Any] | None = None) -> DataFr
     --------
     >>> findings_for(tables, {"quorum_stall_multiple": 4}).show(truncate=False)    # doctest: +SKIP
     """
-    result = analyse(tables, params)
+    return area_findings(analyse(tables, params))
+
+
+def area_findings(result: QuorumAnalysis) -> DataFrame:
+    """The area's findings of one analysis: commit stalls, leader changes, nodes left behind, what is missing."""
     return findings(result.writing, result.stalls, result.episodes, result.timeline, missing=result.missing)
 
 
-def _area_findings(tables: Any, params: Mapping[str, Any]) -> DataFrame:
-    return findings_for(tables, params)
-
-
-def _view_frames(tables: Any, params: Mapping[str, Any]) -> dict[str, DataFrame]:
-    result = analyse(tables, params)
+def view_frames(result: QuorumAnalysis) -> dict[str, DataFrame]:
+    """What the quorum view draws: the leader timeline, stalls, every node's offsets and episodes, fences."""
     return {"timeline": result.timeline, "stalls": result.stalls, "offsets": result.offsets,
             "episodes": result.episodes, "fences": result.fences, "cadence": result.cadence,
             "latencies": result.latencies}
 
 
-def _key_figures(tables: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+def key_figures(result: QuorumAnalysis) -> dict[str, Any]:
+    """The summary's figures: stalls, leader epochs, divergence episodes, Raft latencies."""
     from pyspark.sql import functions as F
 
-    result = analyse(tables, params)
     st = result.stalls.agg(F.count("*").alias("n"), F.max("seconds").alias("longest"),
                            F.sum("seconds").alias("total")).collect()[0]
     ep = result.episodes.agg(F.count("*").alias("n"), F.max("peak_offset_lag").alias("lag"),
@@ -1513,9 +1513,9 @@ def _key_figures(tables: Any, params: Mapping[str, Any]) -> dict[str, Any]:
 def _register() -> None:
     from workbench.analysis.findings import register_area
 
-    register_area("quorum", title="KRaft quorum health (KIP-835)", order=1, findings=_area_findings,
+    register_area("quorum", title="KRaft quorum health (KIP-835)", order=1, analyse=analyse, findings=area_findings,
                   tables=("metadata", "quorum", "tool_quorum_status", "tool_quorum_replication"),
-                  frames=_view_frames, key_figures=_key_figures)
+                  frames=view_frames, key_figures=key_figures)
 
 
 _register()

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import _tier_model as model
@@ -1142,11 +1143,31 @@ def summary_sentence(tables: Any, params: Mapping[str, Any] | None = None) -> st
 
 # ------------------------------------------------------------------------------------ the area
 
-def _area_findings(tables: Any, params: Mapping[str, Any]) -> DataFrame:
-    return findings(tables, params)
+@dataclass(frozen=True)
+class TierAnalysis:
+    """The tiered-storage area's analysis of one bundle (:func:`analyse`): its tables and parameters.
+
+    Each output (the backlog series, segment history, the comparison with Kafka's gauges) is kept
+    with the tables when first computed, so the roles below read them once.
+    """
+
+    tables: Any
+    params: Mapping[str, Any]
 
 
-def _view_frames(tables: Any, params: Mapping[str, Any]) -> dict[str, DataFrame]:
+def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> TierAnalysis:
+    """The tiered-storage area's analysis of a bundle's tables."""
+    return TierAnalysis(tables, dict(params or {}))
+
+
+def area_findings(result: TierAnalysis) -> DataFrame:
+    """The area's findings of one analysis (:func:`findings`)."""
+    return findings(result.tables, result.params)
+
+
+def view_frames(result: TierAnalysis) -> dict[str, DataFrame]:
+    """What the tier view draws: the backlog series, every segment's history, Kafka's own samples."""
+    tables, params = result.tables, result.params
     series = backlog_series(tables, params)
     frames = {"series": series, "history": segment_history(tables, params)}
     samples = reported(tables["metrics"])
@@ -1154,9 +1175,11 @@ def _view_frames(tables: Any, params: Mapping[str, Any]) -> dict[str, DataFrame]
     return frames
 
 
-def _key_figures(tables: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+def key_figures(result: TierAnalysis) -> dict[str, Any]:
+    """The summary's figures: partitions, the largest upload and delete lags, copies, gaps, Kafka's samples."""
     from pyspark.sql import functions as F
 
+    tables, params = result.tables, result.params
     series = backlog_series(tables, params)
     row = series.agg(
         F.countDistinct("topic", "partition").alias("partitions"),
@@ -1179,8 +1202,8 @@ def _key_figures(tables: Any, params: Mapping[str, Any]) -> dict[str, Any]:
 def _register() -> None:
     from workbench.analysis.findings import register_area
 
-    register_area("tier", title="Tiered storage backlog (KIP-405, KIP-963)", order=5, findings=_area_findings,
-                  tables=("remote",), frames=_view_frames, key_figures=_key_figures)
+    register_area("tier", title="Tiered storage backlog (KIP-405, KIP-963)", order=5, analyse=analyse,
+                  findings=area_findings, tables=("remote",), frames=view_frames, key_figures=key_figures)
 
 
 _register()

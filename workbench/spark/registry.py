@@ -402,6 +402,7 @@ class Tables(Mapping[str, "DataFrame"]):
         self._built: dict[str, Built] = {}
         self._building: list[str] = []
         self._derived: dict[str, DataFrame] = {}
+        self._kept: dict[str, Any] = {}
         known = COMMON_OPTIONS.union(*(s.options for s in table_specs().values()))
         unknown = sorted(set(self.options) - known)
         if unknown:
@@ -534,6 +535,13 @@ class Tables(Mapping[str, "DataFrame"]):
             self._derived[key] = compute().localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
         return self._derived[key]
 
+    def kept(self, key: str, compute: Callable[[], Any]) -> Any:
+        """An object computed from these tables once and kept with them under ``key`` (an area's
+        result: :meth:`workbench.analysis.findings.Area.result_for`); :meth:`unpersist` drops it."""
+        if key not in self._kept:
+            self._kept[key] = compute()
+        return self._kept[key]
+
     def unpersist(self) -> None:
         """Drop every persisted read and Parquet copy (the tables are read again if asked for later)."""
         import shutil
@@ -547,6 +555,7 @@ class Tables(Mapping[str, "DataFrame"]):
             frame.unpersist()
         self._built.clear()
         self._derived.clear()
+        self._kept.clear()
 
 
 _SESSION_TABLES: dict[tuple, Tables] = {}
