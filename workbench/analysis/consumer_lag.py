@@ -1370,7 +1370,7 @@ _GROUPED_PHRASES = {"lag": "read behind the tail", "retention_loss": "lost recor
                     "burrow_warn": "were rated WARN by Burrow", "stuck": "had committed offsets standing still"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)   # equal only to itself: no comparison of whole tables
 class ConsumerLagAnalysis:
     """The consumer-lag area's analysis of one bundle (:func:`analyse`): its tables and parameters.
 
@@ -1400,7 +1400,7 @@ def area_findings(result: ConsumerLagAnalysis) -> DataFrame:
                             min_subjects=int(result.params.get("lag_group_groups") or GROUP_GROUPS))
 
 
-#: How many partitions :func:`_view_frames` keeps per frame (the worst by byte lag).
+#: How many partitions :func:`view_frames` keeps per frame (the worst by byte lag).
 VIEW_TOP_PARTITIONS = 50
 
 

@@ -1143,7 +1143,7 @@ def summary_sentence(tables: Any, params: Mapping[str, Any] | None = None) -> st
 
 # ------------------------------------------------------------------------------------ the area
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)   # equal only to itself: no comparison of whole tables
 class TierAnalysis:
     """The tiered-storage area's analysis of one bundle (:func:`analyse`): its tables and parameters.
 
