@@ -43,6 +43,9 @@ def _log_options() -> str:
         pass
     return f" -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()} -Dworkbench.log.file={log}"
 
+#: A static setting: fixed when the driver starts, not settable through a Connect session
+CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries"
+
 _ONE_MACHINE_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -50,6 +53,9 @@ _ONE_MACHINE_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Generated classes kept for reuse (Spark's default, 100, is fewer than one area's queries
+    # generate: the same stage code was compiled again with Janino on every run)
+    CODEGEN_CACHE: "2000",
     # The JVM's default tiered compilation: C1 alone (-XX:TieredStopAtLevel=1) saved CPU in a short
     # report, but its code cache defaults to 48 MiB, which a session's generated classes fill within
     # minutes (the demo bundle's tier findings: "CodeCache is full. Compiler has been disabled"),
@@ -122,7 +128,7 @@ def session(
     if remote and master is None:
         builder = builder.remote(remote)
         # static driver settings do not apply to a Connect server
-        settings = {k: v for k, v in settings.items() if k.startswith("spark.sql.")}
+        settings = {k: v for k, v in settings.items() if k.startswith("spark.sql.") and k != CODEGEN_CACHE}
     else:
         chosen = master or os.environ.get(MASTER_ENV) or "local[*]"
         if not isinstance(chosen, str) or not chosen.strip():
