@@ -112,6 +112,23 @@ def _build_in_parallel(wanted: list[tuple[str, str]], args: argparse.Namespace) 
     return 0 if all(results) else 1
 
 
+def wanted_builds(versions: list[str] | None, only: list[str] | None,
+                  sets: dict[str, tuple[str, ...]]) -> list[tuple[str, str]]:
+    """The (release, scenario) pairs to build: ``only``'s scenarios on the releases whose set holds
+    them (every listed release when ``versions`` names them), else each release's whole set.
+
+    >>> sets = {"4.3.1": ("isr", "idle"), "3.2.3": ("idle",)}
+    >>> wanted_builds(None, ["isr"], sets)
+    [('4.3.1', 'isr')]
+    >>> wanted_builds(["3.2.3"], ["isr"], sets)
+    [('3.2.3', 'isr')]
+    >>> wanted_builds(None, None, sets)
+    [('4.3.1', 'isr'), ('4.3.1', 'idle'), ('3.2.3', 'idle')]
+    """
+    return [(version, name) for version in versions or list(sets) for name in only or sets[version]
+            if versions or not only or name in sets[version]]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m peer``; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m peer", description=__doc__.split("\n")[1])
@@ -140,9 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                 _log(f"Kafka {version}: {kafka.lib} ({time.monotonic() - started:.1f} s)")
                 print(kafka.lib)
         elif args.command == "scenarios":
-            sets = {**DEFAULT_SETS, **ERA_SETS}
-            wanted = [(version, name) for version in args.version or list(sets)
-                      for name in args.only or sets[version]]
+            wanted = wanted_builds(args.version, args.only, {**DEFAULT_SETS, **ERA_SETS})
             if args.jobs > 1 and len(wanted) > 1:
                 return _build_in_parallel(wanted, args)
             failed = False

@@ -204,3 +204,17 @@ def test_all_slots_lock_waits_for_every_slot_and_holds_them_all(tmp_path: Path) 
     with all_slots_lock(base, 3, timeout=1):
         assert other() == 3                           # held alone: no other build starts
     assert other() == 10
+
+
+def test_only_builds_a_scenario_on_the_releases_that_hold_it() -> None:
+    """``peer scenarios --only isr`` builds isr where a release's set has it, never on the era servers
+    (which run only ``idle``); ``--version`` with ``--only`` builds exactly the pairs named."""
+    from peer.__main__ import wanted_builds
+
+    sets = {**DEFAULT_SETS, **ERA_SETS}
+    built = wanted_builds(None, ["isr", "idle"], sets)
+    assert built == [(v, n) for v in sets for n in ("isr", "idle") if n in sets[v]]
+    assert {v for v, n in built if n == "isr"} == {v for v in sets if "isr" in sets[v]}
+    assert all(v not in ERA_SERVERS or n == "idle" for v, n in built)
+    assert wanted_builds(["3.2.3"], ["isr"], sets) == [("3.2.3", "isr")]
+    assert wanted_builds(None, None, sets) == [(v, n) for v in sets for n in sets[v]]
