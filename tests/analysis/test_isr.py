@@ -75,6 +75,30 @@ def test_partition_states_follow_the_incident(spark, compiled):
     assertDataFrameEqual(got, expected(spark, rows))
 
 
+def test_changes_in_the_last_millisecond_each_apply_in_offset_order(spark, compiled):
+    """A cluster stopping at once writes several changes of one partition in the log's last
+    millisecond: each applies in offset order, and the final state is the last one's."""
+    log = MetadataLog()
+    log.topic(0, "t", ORDERS).partition(0, ORDERS, 0, [1, 2, 3], [1, 2, 3], 1)
+    log.partition(0, ORDERS, 1, [1, 2, 3], [1, 2, 3], 2)
+    log.change(10, ORDERS, 0, isr=[1, 3]).change(10, ORDERS, 0, isr=[1]).change(10, ORDERS, 0, leader=-1)
+    log.change(10, ORDERS, 1, isr=[2, 1]).change(10, ORDERS, 1, leader=1, isr=[1])
+    got = isr.partition_states(states_frame(spark, log), compiled=compiled).select(
+        "partition", "start", "end", "start_offset", "leader", "isr", "state", "end_reason")
+    s10 = at(10)
+    want = spark.createDataFrame([
+        (0, at(0), s10, 1, 1, [1, 2, 3], "healthy", "next_change"),
+        (0, s10, s10, 3, 1, [1, 3], "under_replicated", "next_change"),   # min ISR 1 (no setting)
+        (0, s10, s10, 4, 1, [1], "at_min_isr", "next_change"),
+        (0, s10, s10, 5, -1, [1], "offline", "log_end"),
+        (1, at(0), s10, 2, 2, [1, 2, 3], "healthy", "next_change"),
+        (1, s10, s10, 6, 2, [2, 1], "under_replicated", "next_change"),
+        (1, s10, s10, 7, 1, [1], "at_min_isr", "log_end"),
+    ], "partition int, start timestamp, end timestamp, start_offset long, leader int, isr array<int>, "
+       "state string, end_reason string")
+    assertDataFrameEqual(got, want)
+
+
 def test_broker_level_min_isr_follows_the_leader(spark, compiled):
     log = MetadataLog()
     log.topic(0, "t", ORDERS).partition(0, ORDERS, 0, [1, 2, 3], [1, 2], 1)
