@@ -53,8 +53,8 @@ _ONE_MACHINE_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # Generated classes kept for reuse (Spark's default, 100, is fewer than one area's queries
-    # generate: the same stage code was compiled again with Janino on every run)
+    # Generated classes kept for reuse: Spark's default, 100, is fewer than the analyses generate,
+    # so a bundle opened again compiled the same stage code again with Janino
     CODEGEN_CACHE: "2000",
     # The JVM's default tiered compilation: C1 alone (-XX:TieredStopAtLevel=1) saved CPU in a short
     # report, but its code cache defaults to 48 MiB, which a session's generated classes fill within
