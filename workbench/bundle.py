@@ -99,10 +99,8 @@ class Bundle:
     owned_dir: Path | None = field(default=None, repr=False, compare=False)
 
     def close(self) -> None:
-        """Remove the directory an archive was extracted into (when the bundle owns one); idempotent.
-
-        Called on leaving a ``with`` block, and for every bundle still open when the process ends.
-        The bundle's files are gone afterwards: tables read lazily from them must be computed first.
+        """Remove the directory an archive was extracted into, if the bundle owns one; idempotent.
+        Tables read lazily from the bundle's files must be computed first.
         """
         if self.owned_dir is not None:
             _remove_owned(self.owned_dir)
@@ -182,30 +180,13 @@ def _remove_all_owned() -> None:
 
 def open_bundle(path: str | Path, *, extract_to: str | Path | None = None,
                 limits: ArchiveLimits | None = None) -> Bundle:
-    """Discover the artifacts of a bundle directory or archive.
+    """Discover the artifacts of a bundle directory or archive (``.tar``, ``.tar.gz``, ``.tgz``, ``.zip``).
 
-    Parameters
-    ----------
-    path : str or Path
-        A directory, or a ``.tar``/``.tar.gz``/``.tgz``/``.zip`` archive of one. A directory (or
-        archive) whose only entry is one directory holding a bundle's top (``incident/`` with its
-        ``manifest.json``, ``nodes/``, ``tools/``...) is opened as that directory: the bundle's
-        ``root`` is then the inner one.
-    extract_to : str or Path, optional
-        Where an archive is extracted. By default a new directory under ``$TMPDIR``
-        (``workbench-bundle-*``) that the bundle owns: it is removed by :meth:`Bundle.close`, on
-        leaving ``with open_bundle(...) as bundle:``, or when the process exits. A directory given
-        here is the caller's and stays. Members that would land outside it (absolute paths,
-        ``..``, links) are refused; see :func:`extract_archive`.
-    limits : ArchiveLimits, optional
-        How far an archive may expand (default :meth:`ArchiveLimits.from_env`).
+    A directory or archive whose only entry is a bundle directory opens as that directory. An archive
+    is extracted to ``extract_to`` (the caller's, kept) or to a new ``$TMPDIR/workbench-bundle-*`` the
+    bundle owns and removes on :meth:`Bundle.close`, at the end of a ``with`` block or at exit.
+    ``limits`` default to :meth:`ArchiveLimits.from_env`; see :func:`extract_archive` for what is refused.
 
-    Returns
-    -------
-    Bundle
-
-    Examples
-    --------
     >>> b = open_bundle("tests/fixtures/bundle")           # doctest: +SKIP
     >>> sorted({a.kind for a in b.artifacts})               # doctest: +SKIP
     ['meta_properties', 'segment', ...]
@@ -482,30 +463,11 @@ def _copy(source: BinaryIO, out: Path, budget: _Budget, name: str, declared: int
 def extract_archive(archive: str | Path, target: str | Path, limits: ArchiveLimits | None = None) -> None:
     """Extract ``archive`` into ``target``, refusing anything that would escape it or exceed ``limits``.
 
-    Only directories and regular files are written, each at most once, all under ``target``;
-    members are streamed and counted as they are written, so a compression bomb is refused
-    before it has written more than the limit. On refusal what was written so far stays in
-    ``target`` (the caller owns it; :func:`open_bundle` removes its own directory).
+    Members are streamed and counted as written, so a compression bomb stops at the limit; what was
+    written before a refusal stays in ``target``. Raises :class:`BundleError` for an absolute path,
+    ``..``, a link or device, a name given twice, limits exceeded or a damaged archive, and
+    :class:`UnsupportedError` for an encrypted zip or a compression Python cannot read.
 
-    Parameters
-    ----------
-    archive : str or Path
-        A ``.tar``, ``.tar.gz``, ``.tgz`` or ``.zip`` file.
-    target : str or Path
-        The directory to extract into (created).
-    limits : ArchiveLimits, optional
-        Default: :meth:`ArchiveLimits.from_env`.
-
-    Raises
-    ------
-    BundleError
-        A member with an absolute path, ``..``, a link or device, a name given twice; more
-        members, bytes or compression than ``limits`` allow; a truncated or damaged archive.
-    UnsupportedError
-        An encrypted zip, or a compression method Python cannot read (Deflate64, ...).
-
-    Examples
-    --------
     >>> extract_archive("bundle.tar.gz", "/tmp/bundle")      # doctest: +SKIP
     """
     archive = Path(archive)

@@ -32,33 +32,12 @@ def dump_files(
     options: object | None = None,
     problems: list[ProblemLog] | None = None,
 ) -> int:
-    """Dump ``files`` to ``out``; returns 0, or 1 when any problem was met.
+    """Dump ``files`` to ``out`` as ``jsonl`` or ``kafka`` text; returns 0, or 1 when any problem was met.
 
-    Parameters
-    ----------
-    files : iterable of str
-        Segments, snapshots, indexes.
-    fmt : str
-        ``jsonl`` or ``kafka``.
-    out : text or binary stream
-        Receives the dump.
-    strict : bool
-        Raise at the first problem.
-    kafka_version : str, optional
-        With ``kafka``: whose text (default the newest reproduced release).
-    decoder : str, optional
-        ``auto`` (by each file's topic) or a decoder name. Default: ``auto`` for ``jsonl``;
-        for ``kafka`` the decoder of ``options`` (Kafka's default: none).
-    payloads : bool
-        ``jsonl``: add keys, values and header values (base64). ``kafka`` without ``options``:
-        ``--print-data-log``.
-    options : DumpOptions, optional
-        With ``kafka``: the flags (:func:`workbench.formats.dumptext_write.parse_kafka_args`).
-    problems : list, optional
-        Receives one :class:`~workbench.formats.problems.ProblemLog` per file.
+    ``decoder`` defaults to ``auto`` (by each file's topic) for ``jsonl``, to that of ``options`` for
+    ``kafka``. ``payloads`` adds keys, values and headers (``jsonl``) or ``--print-data-log``
+    (``kafka`` without ``options``). ``problems`` receives one ProblemLog per file.
 
-    Examples
-    --------
     >>> import io; buf = io.StringIO()                                   # doctest: +SKIP
     >>> dump_files(["00000000000000000000.log"], out=buf)                # doctest: +SKIP
     0

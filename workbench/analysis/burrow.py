@@ -77,10 +77,7 @@ def offsets_rewind(window: Sequence[Offset]) -> bool:
 
 
 def offsets_stopped(window: Sequence[Offset], now_s: int) -> bool:
-    """Rule 3 (``checkIfOffsetsStopped``): more time since the last commit than the window spans.
-
-    ``now_s`` is in seconds, the timestamps in milliseconds, as in Burrow.
-    """
+    """Rule 3 (``checkIfOffsetsStopped``): more time since the last commit than the window spans (``now_s`` in s)."""
     first, last = window[0].timestamp, window[-1].timestamp
     return (now_s * 1000 - last) > (last - first)
 
@@ -111,24 +108,10 @@ def partition_status(window: Sequence[Offset], *, broker_offsets: Sequence[int],
                      now_s: int) -> str:
     """Burrow's ``calculatePartitionStatus`` over a non-empty window of commits (oldest first).
 
-    Parameters
-    ----------
-    window : sequence of Offset
-        The stored commits, oldest first.
-    broker_offsets : sequence of int
-        The recent log end offsets (Burrow's ring of broker offsets).
-    current_lag : int
-        Log end now minus the last committed offset (0 when negative, as Burrow stores it).
-    now_s : int
-        Evaluation time, epoch seconds.
+    ``broker_offsets`` are Burrow's ring of recent log end offsets; ``current_lag`` is the log end now minus
+    the last committed offset (0 when negative, as Burrow stores it); ``now_s`` is in epoch seconds.
+    Returns one of :data:`PARTITION_STATUSES`.
 
-    Returns
-    -------
-    str
-        One of :data:`PARTITION_STATUSES`.
-
-    Examples
-    --------
     >>> partition_status([Offset(5, 1000, 0)], broker_offsets=[5], current_lag=0, now_s=9)
     'OK'
     """
@@ -148,8 +131,6 @@ def partition_status(window: Sequence[Offset], *, broker_offsets: Sequence[int],
 def group_status(statuses: Sequence[str]) -> str:
     """A group's status from its partitions' (Burrow: the worst, errors beyond ERR counted as ERR).
 
-    Examples
-    --------
     >>> group_status(["OK", "WARN", "STALL"]), group_status(["OK", "WARN"]), group_status([])
     ('ERR', 'WARN', 'OK')
     """
@@ -160,11 +141,8 @@ def group_status(statuses: Sequence[str]) -> str:
 def store(window: list[Offset], commit: Offset, *, intervals: int, min_distance_s: int) -> None:
     """Add a commit to a window as Burrow's in-memory storage does (commits arrive in order).
 
-    A commit less than ``min_distance_s`` seconds after the last stored one replaces it, keeping the
-    earlier timestamp; otherwise it is appended and the oldest dropped beyond ``intervals``.
+    A commit within ``min_distance_s`` of the last stored one replaces it but keeps its timestamp.
 
-    Examples
-    --------
     >>> w = []
     >>> for ts in (0, 400, 1500):
     ...     store(w, Offset(ts, ts, 1), intervals=2, min_distance_s=1)
@@ -184,25 +162,12 @@ def evaluate(commits: Sequence[tuple[int, int, int | None]], instants: Sequence[
              ) -> list[tuple[str | None, int, int]]:
     """Burrow's status of one partition of one group at each instant, from its whole commit history.
 
-    Parameters
-    ----------
-    commits : sequence of (offset, timestamp_ms, lag)
-        Every commit in time order; ``lag`` is the log end at the commit minus the offset (None:
-        unknown), stored as Burrow stores it (never below 0).
-    instants : sequence of (time_ms, log_end_offset, recent_log_end_offsets)
-        When to evaluate, in time order, with the log end then and the log end offsets Burrow would
-        have polled in its window (any order).
-    intervals, min_distance_s : int
-        Burrow's ``intervals`` and ``min-distance``.
+    ``commits`` are ``(offset, timestamp_ms, lag)`` in time order (``lag``: log end at the commit minus
+    the offset, None if unknown); ``instants`` are ``(time_ms, log_end_offset, recent_log_end_offsets)`` in
+    time order, the last being the log ends Burrow would have polled in its window. Returns, per instant,
+    ``(status, window_size, current_lag)``: the status is None before the first commit, and a commit at
+    the very instant counts.
 
-    Returns
-    -------
-    list of (status, window_size, current_lag)
-        Per instant: the status (None before the first commit), how many commits the window held and
-        the current lag. A commit at the very instant counts (the status right after it).
-
-    Examples
-    --------
     >>> evaluate([(10, 1_000, 5), (10, 2_000, 9)], [(2_000, 19, [19]), (9_000, 19, [19])])
     [('STALL', 2, 9), ('STOP', 2, 9)]
     """

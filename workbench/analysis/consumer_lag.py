@@ -177,14 +177,8 @@ def effective_commits(offsets: DataFrame) -> DataFrame:
 def removed_offsets(offsets: DataFrame) -> DataFrame:
     """One row per offset tombstone: a group's committed offset for a partition removed (expired or deleted).
 
-    The coordinator writes the same tombstone when offsets expire (``offsets.retention.minutes`` after the
-    group became empty) and when they are deleted (``kafka-consumer-groups --delete[-offsets]``); the log
-    cannot tell the two apart.
-
-    Returns
-    -------
-    DataFrame
-        ``group, topic, partition, removed_time, offsets_partition, commit_log_offset``.
+    Columns ``group, topic, partition, removed_time, offsets_partition, commit_log_offset``. Expiry and
+    deletion write the same tombstone, so the log cannot tell them apart.
     """
     from pyspark.sql import functions as F
 
@@ -288,38 +282,17 @@ def commits_for(tables: Any) -> DataFrame:
 
 def lag_at_commits(commits: DataFrame, growth: DataFrame, *, leaders: DataFrame | None = None,
                    log_ends: DataFrame | None = None) -> DataFrame:
-    """Lag in records, bytes and time of every commit, when it was made.
+    """Lag in records, bytes and time of every commit, when it was made: one row of :data:`LAG_COLUMNS` each.
 
-    Parameters
-    ----------
-    commits : DataFrame
-        From :func:`effective_commits` (needs ``group, topic, partition, commit_time, committed_offset``).
-    growth : DataFrame
-        :func:`~workbench.analysis.logs.log_growth` of the committed topics.
-    leaders : DataFrame, optional
-        :func:`leader_changes`; without it (or before a partition's first leader record) ``broker`` is the
-        node whose replica the log was read from.
-    log_ends : DataFrame, optional
-        :func:`log_offsets_from_metrics` (``'end'``): the log end where the segments of that time are gone.
+    ``commits``: :func:`effective_commits`; ``growth``: :func:`~workbench.analysis.logs.log_growth` of the
+    committed topics; ``leaders`` (:func:`leader_changes`) name the ``broker``, else the node whose replica
+    was read; ``log_ends`` (:func:`log_offsets_from_metrics`) give the log end where the segments are gone
+    (``log_end_source`` ``metric``, else ``segments``). ``records_lag`` is log end minus committed offset, as
+    ``kafka-consumer-groups`` computes it; ``bytes_lag`` and ``time_lag_ms`` run from the batch holding the
+    committed offset (``committed_batch_*``: the next batch when the offset lies in a gap; its time is the
+    max timestamp of its header) to the log end (``log_end_time``: the largest record timestamp then), 0
+    when caught up; ``note`` says why a figure is missing or what it rests on.
 
-    Returns
-    -------
-    DataFrame
-        One row per commit, :data:`LAG_COLUMNS`: ``group, topic, partition, commit_time, committed_offset``;
-        ``log_end_offset`` (the partition's log end at ``commit_time``) and ``log_end_source``
-        (``segments`` or ``metric``); ``records_lag`` (log end − committed offset, as
-        ``kafka-consumer-groups`` computes it); ``bytes_lag`` (bytes of log from the start of the batch
-        holding the committed offset to the log end, across segments; 0 when caught up);
-        ``time_lag_ms`` (``log_end_time`` − ``committed_batch_time``; 0 when caught up);
-        ``committed_batch_offset, committed_batch_time`` (base offset and timestamp — the max timestamp
-        its header carries, as Kafka's dump prints it — of the batch holding the committed offset, or
-        of the next batch when the offset lies in a gap), ``committed_batch_reached`` (when the log held
-        it); ``log_end_time`` (the largest record timestamp in the log at ``commit_time``);
-        ``timestamp_type`` (of the partition's batches); ``broker`` (the partition's leader then);
-        ``note`` (why a figure is missing or what it rests on; empty when nothing to say).
-
-    Examples
-    --------
     >>> lag_at_commits(commits, growth).orderBy(F.desc("bytes_lag")).show(5)   # doctest: +SKIP
     """
     require_columns(commits, ("group", "topic", "partition", "commit_time", "committed_offset"), "lag_at_commits")
@@ -331,28 +304,12 @@ def lag_at(commits: DataFrame, growth: DataFrame, instants: DataFrame | Sequence
            log_ends: DataFrame | None = None) -> DataFrame:
     """Lag of every group and partition at chosen instants: the state ``kafka-consumer-groups --describe`` shows.
 
-    At each instant, each group-partition's last commit strictly before it (a commit at the very
-    instant is not yet seen) against the log end at the instant. A partition whose offset was removed
-    (expired or deleted) before the instant is left out, as the tool leaves it out.
+    Each group-partition's last commit strictly before the instant against the log end at it; a partition
+    whose offset was removed before it is left out, as the tool does. ``instants`` is a DataFrame with a
+    timestamp column ``time`` (other columns kept) or datetimes / ISO strings (UTC); ``removed`` is
+    :func:`removed_offsets`; the rest as for :func:`lag_at_commits`. Returns the instants' columns then
+    :data:`LAG_COLUMNS`, ``commit_time`` renamed ``last_commit_time``.
 
-    Parameters
-    ----------
-    commits, growth, leaders, log_ends
-        As for :func:`lag_at_commits`.
-    instants : DataFrame or sequence
-        A DataFrame with a timestamp column ``time`` (further columns kept), or datetimes / ISO strings
-        (UTC).
-    removed : DataFrame, optional
-        :func:`removed_offsets`.
-
-    Returns
-    -------
-    DataFrame
-        One row per instant, group and partition with a commit before it: the instants' columns (``time``
-        ...), then :data:`LAG_COLUMNS` with ``commit_time`` renamed ``last_commit_time``.
-
-    Examples
-    --------
     >>> lag_at(commits, growth, ["2026-03-01T03:12:00"]).show()   # doctest: +SKIP
     """
     from pyspark.sql import functions as F
@@ -512,28 +469,10 @@ def lag_histogram(lags: DataFrame, *, metric: str = "bytes", by: Sequence[str] =
                   end: Any = None) -> DataFrame:
     """``ConsumerFetchLagBytes`` / ``ConsumerFetchLagTimeInMs`` as bucket counts over a window of commits.
 
-    Parameters
-    ----------
-    lags : DataFrame
-        From :func:`lag_at_commits`.
-    metric : str
-        ``bytes``, ``time`` (milliseconds) or ``records``.
-    by : sequence of str
-        Keys: ``broker`` (the leader at the commit, as the seed's broker metric), and/or ``group``,
-        ``topic``, ``partition``.
-    start, end : datetime or str, optional
-        Window of commit times, ``[start, end)``.
+    ``lags`` from :func:`lag_at_commits`; ``metric`` is ``bytes``, ``time`` (ms) or ``records``; commits in
+    ``[start, end)``. One row per key and non-empty bucket: ``bucket`` -1 holds 0, bucket ``k`` holds
+    ``(2^(k-1), 2^k]`` (``lower``, ``upper``). Commits of unknown lag are left out.
 
-    Returns
-    -------
-    DataFrame
-        One row per key and non-empty bucket: ``by`` columns, ``metric``, ``bucket`` (-1 for 0, else
-        ``k``), ``lower`` (exclusive; 0 for buckets -1 and 0), ``upper`` (inclusive: ``2^k``, 0 for
-        bucket -1), ``count``. Commits whose lag is unknown are left out (see :func:`lag_summary`'s
-        ``unknown``).
-
-    Examples
-    --------
     >>> lag_histogram(lags, metric="time", by=["broker", "group"]).show()   # doctest: +SKIP
     """
     from pyspark.sql import functions as F
@@ -653,20 +592,9 @@ def page_cache(lags: DataFrame, *, quantiles: Sequence[float] = CACHE_QUANTILES,
                start: Any = None, end: Any = None) -> DataFrame:
     """How many bytes of log tail, and of page cache, would have served each share of consumer reads.
 
-    Parameters
-    ----------
-    lags : DataFrame
-        :func:`lag_at_commits`, with ``cache_bytes`` when available (:func:`with_cache_bytes`).
-    quantiles : sequence of float
-        Shares of reads (p50, p90, p99, p99.9 by default).
-
-    Returns
-    -------
-    DataFrame
-        One row per key and quantile: ``by`` columns, ``quantile``, ``reads`` (commits with a known byte
-        lag), ``tail_bytes`` (the smallest partition tail — bytes behind the log end — within which that
-        share of reads fell: nearest rank) and ``cache_bytes`` (the same for the bytes the broker wrote
-        since the read data: the page cache that would have held them; null without ``cache_bytes``).
+    One row per key and quantile (nearest rank over commits with a known byte lag): ``tail_bytes``, the
+    bytes behind the log end, and ``cache_bytes``, the bytes the broker wrote since the data read (null
+    unless ``lags`` has ``cache_bytes``: :func:`with_cache_bytes`).
     """
     from pyspark.sql import functions as F
 
@@ -913,28 +841,9 @@ def burrow_status(lags: DataFrame, growth: DataFrame, *, instants: DataFrame | N
                   refresh_s: int = burrow_rules.DEFAULT_REFRESH_S) -> DataFrame:
     """Burrow's partition status (:mod:`workbench.analysis.burrow`) right after every commit, or at instants.
 
-    Each commit is stored in Burrow's window with its lag (``records_lag``, never below 0). At an
-    instant the current lag is the log end then minus the last committed offset, and Burrow's recent
-    broker offsets are the log end offsets of the ``intervals`` polls before it (every ``refresh_s``).
-
-    Parameters
-    ----------
-    lags : DataFrame
-        :func:`lag_at_commits`.
-    growth : DataFrame
-        :func:`~workbench.analysis.logs.log_growth` (log ends at the instants).
-    instants : DataFrame, optional
-        ``group, time`` rows: evaluate each of the group's partitions at these times instead of right
-        after its own commits.
-    intervals, min_distance_s, refresh_s : int
-        Burrow's ``intervals``, ``min-distance`` and ``offset-refresh``.
-
-    Returns
-    -------
-    DataFrame
-        One row per evaluation (:data:`BURROW_SCHEMA`): ``group, topic, partition, time, status`` (OK, WARN,
-        STOP, STALL, REWIND; null before the partition's first commit), ``window`` (commits in Burrow's
-        window), ``current_lag``, ``last_offset``.
+    Burrow's recent broker offsets are the log ends of the ``intervals`` polls (every ``refresh_s``)
+    before each evaluation. ``instants`` (``group, time`` rows) evaluate each of a group's partitions at
+    those times instead. Returns :data:`BURROW_SCHEMA` rows; ``status`` is null before the first commit.
     """
     from pyspark.sql import functions as F
 

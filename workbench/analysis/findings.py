@@ -116,12 +116,9 @@ class Area:
         return keep(f"result.{self.name}:{self.token}:{_params_key(params)}", lambda: self.analyse(tables, params))
 
     def findings_for(self, tables: Any, params: Mapping[str, Any] | None = None) -> DataFrame:
-        """The area's findings of a bundle, kept with its tables per parameters.
+        """The area's findings of a bundle, computed once per loaded bundle and parameters.
 
-        Findings are few rows computed from many (an area's replays, joins and groupings): the
-        overview, the report and an area's own section ask for them in turn. Through
-        :meth:`~workbench.spark.registry.Tables.derive` they are computed once per loaded bundle and
-        parameters; tables without ``derive`` (a plain mapping) compute them each time.
+        Several views ask for them in turn; tables without ``derive`` compute them each time.
         """
         params = dict(params or {})
         derive = getattr(tables, "derive", None)
@@ -215,9 +212,7 @@ GROUPED_FIGURES = ("subjects", "findings", "at_once", "seconds")
 
 def subject_count() -> Column:
     """An aggregate column: how many subjects a set of findings is about.
-
-    Distinct subjects of plain findings, plus the ``subjects`` figure of grouped ones
-    (:func:`grouped_findings`; a subject in two grouped findings counts twice).
+    A subject in two grouped findings (:func:`grouped_findings`) counts twice.
     """
     from pyspark.sql import functions as F
 
@@ -323,10 +318,6 @@ def all_findings(tables: Any, params: Mapping[str, Any] | None = None, *,
                  failed: dict[str, str] | None = None) -> DataFrame:
     """The findings of every registered area on one bundle's tables, most severe and earliest first.
 
-    ``failed``: as :func:`findings_in_turn`'s (an area that raises is left out and named there).
-
-    Examples
-    --------
     >>> all_findings(workbench.load(bundle, spark)).show()   # doctest: +SKIP
     """
     return findings_table(tables.spark, [row for _, area_rows in findings_in_turn(tables, params, failed=failed)
@@ -372,8 +363,6 @@ def findings_in_turn(tables: Any, params: Mapping[str, Any] | None = None, *,
 def failure_text(exc: BaseException) -> str:
     """One line saying why an area failed: the exception's type and the first line of its message.
 
-    Examples
-    --------
     >>> failure_text(ValueError("zero_copy_only was True\\nat ..."))
     'ValueError: zero_copy_only was True'
     """
@@ -382,12 +371,8 @@ def failure_text(exc: BaseException) -> str:
 
 
 def area_has_data(tables: Any, name: str) -> bool:
-    """Whether any table area ``name`` reads has a row (an area that declares no table: always).
-
-    Raises
-    ------
-    ConfigError
-        For an area that is not registered.
+    """Whether any table area ``name`` reads has a row (always, for an area that declares none).
+    Raises :class:`ConfigError` for an area that is not registered.
     """
     known = areas()
     if name not in known:

@@ -78,8 +78,6 @@ class MinIsrConfigs:
 def config_int(value: str | None) -> int | None:
     """The integer a config value sets, as Kafka parses it, or None (deleted or unparsable).
 
-    Examples
-    --------
     >>> config_int(" 2 "), config_int("two"), config_int(None)
     (2, None, None)
     """

@@ -110,22 +110,9 @@ def log_growth(batches: DataFrame, *, topics: Sequence[str] | None = None,
 def batches_of(tables: Any, topics: Sequence[str]) -> DataFrame:
     """The ``batches`` table's rows of some topics only, read from their own files, kept per bundle.
 
-    The inventory names each segment's topic, so an analysis of one log (the quorum's
-    ``__cluster_metadata``) need not decode the headers of every data segment to find its
-    batches: on a bundle of many partitions nearly every file that read decodes is another
-    topic's. When the whole table has been read already, its rows are filtered instead. Either
-    way the rows are exactly ``tables.batches.where(topic in topics)``; the problems met reading
-    those files are the ``batches`` table's own (``tables.problems``).
+    Exactly ``tables.batches.where(topic in topics)``, without decoding every other topic's segment
+    headers (filtered from the whole table when that is read already).
 
-    Parameters
-    ----------
-    tables : Tables
-        A loaded bundle (:func:`workbench.load`).
-    topics : sequence of str
-        The topics wanted.
-
-    Examples
-    --------
     >>> batches_of(tables, [METADATA_TOPIC]).count()   # doctest: +SKIP
     """
     from pyspark.sql import functions as F
@@ -151,29 +138,9 @@ def asof(left: DataFrame, right: DataFrame, *, by: Sequence[str], left_time: str
          columns: Sequence[str], suffix: str = "") -> DataFrame:
     """For each left row, the named columns of the last right row (same ``by`` keys) at or before its time.
 
-    A left row with no right row at or before its time gets nulls. Right rows are ordered by their
-    time; among equal times the last by the order of ``columns`` wins (give a monotone column, such
-    as an offset, first).
+    Nulls when there is none. Among right rows of equal time the last by ``columns`` wins (give a
+    monotone column, such as an offset, first). Carried columns are named ``<column><suffix>``.
 
-    Parameters
-    ----------
-    left, right : DataFrame
-    by : sequence of str
-        Key columns present in both.
-    left_time, right_time : str
-        Timestamp columns.
-    columns : sequence of str
-        Right columns to carry over (named ``<column><suffix>`` in the result).
-    suffix : str
-        Appended to carried column names.
-
-    Returns
-    -------
-    DataFrame
-        ``left``'s columns plus the carried ones.
-
-    Examples
-    --------
     >>> asof(commits, log_growth(batches), by=["topic", "partition"], left_time="commit_time",
     ...      right_time="reached", columns=["end_offset", "bytes_end"], suffix="_at_commit")   # doctest: +SKIP
     """
@@ -219,18 +186,8 @@ def _quote(name: str) -> str:
 def log_end_at(growth: DataFrame, instants: DataFrame, *, time: str = "time") -> DataFrame:
     """The log end offset and bytes of each partition at the given instants.
 
-    Parameters
-    ----------
-    growth : DataFrame
-        From :func:`log_growth`.
-    instants : DataFrame
-        Rows with ``topic, partition`` and a timestamp column ``time`` (any further columns kept).
-
-    Returns
-    -------
-    DataFrame
-        ``instants`` plus ``log_end_offset`` and ``log_end_bytes`` (null before the first batch in the
-        bundle) and ``log_end_reached`` (when the log reached that end).
+    ``instants`` has ``topic, partition`` and a timestamp column ``time``. Adds ``log_end_offset`` and
+    ``log_end_bytes`` (null before the bundle's first batch) and ``log_end_reached``.
     """
     from pyspark.sql import functions as F
 

@@ -25,24 +25,10 @@ _NEEDED = ("node_id", "cluster_id", "file_kind", "file_offset", "offset", "times
 def ordered_records(metadata: DataFrame) -> DataFrame:
     """One row per metadata-log position of each cluster, deduplicated across node replicas.
 
-    A bundle may hold several clusters (MirrorMaker 2's source and target): each cluster
-    (``cluster_id`` of the ``metadata`` table, from its nodes' ``meta.properties``) has its own log,
-    whose offsets are chosen, deduplicated and seeded from its own snapshots; nodes of unknown
-    cluster form one cluster (``cluster_id`` null).
+    Each cluster (``cluster_id``; null for nodes of unknown cluster) has its own log, deduplicated and
+    seeded from its own snapshots. Adds ``seq`` (order within a seeding snapshot, 0 for log records):
+    order by ``cluster_id, offset, seq`` to replay. Control records are kept.
 
-    Parameters
-    ----------
-    metadata : DataFrame
-        The ``metadata`` table (see :data:`workbench.spark.metadata.METADATA_SCHEMA`).
-
-    Returns
-    -------
-    DataFrame
-        The input columns plus ``seq`` (order within a seeding snapshot, 0 for log records);
-        order by ``cluster_id, offset, seq`` to replay. Control records are kept (``is_control``).
-
-    Examples
-    --------
     >>> ordered_records(tables.metadata).orderBy("cluster_id", "offset", "seq").show()   # doctest: +SKIP
     """
     from pyspark.sql import functions as F

@@ -171,8 +171,6 @@ class Flow:
     def upstream_topic(self, topic: str) -> str:
         """The source topic of a replicated (downstream) topic name (DefaultReplicationPolicy).
 
-        Examples
-        --------
         >>> Flow("A", "B").upstream_topic("A.orders"), Flow("A", "B").upstream_topic("orders")
         ('orders', 'orders')
         """
@@ -182,8 +180,6 @@ class Flow:
     def replicates(self, topic: str) -> bool:
         """Whether the flow's topic filter takes ``topic`` (``topics`` minus ``topics.exclude``).
 
-        Examples
-        --------
         >>> f = Flow("A", "B", settings={"topics": "orders, pay.*"})
         >>> f.replicates("orders"), f.replicates("payments"), f.replicates("mm2-offsets.A.internal")
         (True, True, False)
@@ -339,21 +335,10 @@ def cluster_of_nodes(bundle: Any, mirror_clusters: Mapping[int, str] | None = No
 def lro_observations(mirror: DataFrame) -> DataFrame:
     """One row per observation of MirrorMaker 2's replicated position of a source partition.
 
-    Parameters
-    ----------
-    mirror : DataFrame
-        The ``mirror`` table (any number of node replicas of each topic: each record counts once).
-
-    Returns
-    -------
-    DataFrame
-        :data:`OBSERVATION_SCHEMA`: ``source_alias, target_alias, topic, partition`` (the source
-        partition), ``time`` (the record's timestamp: when MM2 committed the source offset or wrote
-        the sync), ``kind`` (``connect_offset`` or ``offset_sync``), ``replicated_end`` (the offset
-        after the last record replicated: the Connect source offset + 1, or the sync's upstream offset
-        + 1), ``downstream_offset`` (a sync's offset in the target's replica, else null),
-        ``record_offset`` (the observation's own offset in its MirrorMaker 2 topic). Tombstones and
-        records without an offset are left out.
+    Rows of :data:`OBSERVATION_SCHEMA`, each record of the ``mirror`` table counted once across node
+    replicas. ``kind`` is ``connect_offset`` or ``offset_sync``; ``replicated_end`` is the offset after
+    the last record replicated (source offset or sync's upstream offset, plus 1); ``downstream_offset``
+    is a sync's offset in the target, else null. Tombstones and records without an offset are left out.
     """
     from pyspark.sql import functions as F
 
@@ -376,20 +361,8 @@ def lro_observations(mirror: DataFrame) -> DataFrame:
 def source_growth(batches: DataFrame, partitions: DataFrame, source_nodes: Mapping[str, Sequence[int]]) -> DataFrame:
     """The source log over time (:func:`workbench.analysis.logs.log_growth`) of each replicated partition.
 
-    Parameters
-    ----------
-    batches : DataFrame
-        The ``batches`` table.
-    partitions : DataFrame
-        ``source_alias, target_alias, topic, partition`` of the replicated partitions.
-    source_nodes : mapping
-        Source alias -> node ids of that cluster (only their replicas are read: a target may hold a
-        topic of the same name).
-
-    Returns
-    -------
-    DataFrame
-        The columns of ``log_growth`` plus ``source_alias, target_alias`` (one copy per flow).
+    ``source_nodes`` maps a source alias to its cluster's node ids: only their replicas are read, as a
+    target may hold a topic of the same name. Adds ``source_alias, target_alias`` (one copy per flow).
     """
     from pyspark.sql import functions as F
 
@@ -574,22 +547,9 @@ def lag_windows(timeline: DataFrame, *, window_s: float = DEFAULT_WINDOW_S) -> D
 def lag_at(timeline: DataFrame, instants: DataFrame, *, time: str = "time") -> DataFrame:
     """The lag of each source partition at given instants (the values of the timeline in force then).
 
-    Parameters
-    ----------
-    timeline : DataFrame
-        :func:`lag_timeline`.
-    instants : DataFrame
-        Rows with ``topic, partition`` and a timestamp column ``time`` (``source_alias`` and
-        ``target_alias`` too when the bundle has several flows; any further columns are kept).
+    ``instants`` has ``topic, partition``, a timestamp column ``time`` and, with several flows,
+    ``source_alias, target_alias``. Adds the lag columns, null before a partition's first timeline row.
 
-    Returns
-    -------
-    DataFrame
-        ``instants`` plus ``log_end_offset, replicated_end, lro_source, lag_records, lag_bytes,
-        lag_age_s`` (null before the partition's first timeline row).
-
-    Examples
-    --------
     >>> lag_at(timeline, tables.tool_get_offsets.select("topic", "partition", F.col("captured").alias("time")))
     ...                                                              # doctest: +SKIP
     """
@@ -1060,8 +1020,6 @@ def settings_from(params: Mapping[str, Any]) -> dict[str, float]:
     """The area's parameters: ``mirror_window_s`` (15), ``mirror_outage_min_s`` (0: from each partition's
     cadence), ``mirror_stale_s`` (0: three checkpoint intervals).
 
-    Examples
-    --------
     >>> settings_from({"mirror_window_s": "30"})["window_s"]
     30.0
     """
@@ -1078,8 +1036,7 @@ _ANALYSED: dict[tuple, MirrorAnalysis] = {}
 
 
 def _derive(tables: Any, key: str, compute: Any) -> DataFrame:
-    """``tables.derive`` of a result whose lineage is cut (the later results build on several
-    earlier ones, and their plans would otherwise grow with each)."""
+    """``tables.derive`` with the lineage cut, so plans built on several earlier results do not grow."""
     return tables.derive(key, lambda: compute().localCheckpoint(eager=True))
 
 

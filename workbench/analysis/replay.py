@@ -76,10 +76,10 @@ class KeyedReplay(Protocol):
     """A state machine fed the sorted rows of one Spark partition, batch by batch."""
 
     def step(self, batch: pa.RecordBatch, starts: np.ndarray) -> pa.RecordBatch | None:
-        """Replay ``batch``; ``starts[i]`` is true where row ``i`` begins a new key. Returns output rows."""
+        """Replay ``batch`` (``starts[i]``: row ``i`` begins a new key); returns output rows."""
 
     def finish(self) -> pa.RecordBatch | None:
-        """Close the last key (called once, after the last batch). Returns output rows."""
+        """Close the last key, after the last batch; returns output rows."""
 
 
 def key_starts(batch: pa.RecordBatch, keys: Sequence[str], previous: tuple | None) -> np.ndarray:
@@ -287,39 +287,11 @@ def replay_by_key(df: DataFrame, keys: Sequence[str], order: Sequence[str], sche
                   pack_rows: int = PACK_ROWS) -> DataFrame:
     """Replay ``df`` per key in ``order`` with a :class:`KeyedReplay`, inside Spark.
 
-    Rows do not travel through Spark's shuffle one by one: a first ``mapInArrow`` pass gathers
-    up to ``pack_rows`` rows of a task, sorts them by key and order, and packs each key's run into
-    one binary cell (an Arrow IPC message); only these runs are shuffled by key and sorted by
-    their first row, and a second ``mapInArrow`` pass unpacks them in order and feeds the replay.
-    Spark's per-row cost (row format, shuffle, sort) is thus paid per run, not per row. Array
-    columns travel as empty arrays and a null flag where null (Spark's Arrow writer is very slow on
-    batches of null arrays) and are restored before the replay sees them.
-
-    Any column may hold nulls: a null key is a key of its own, and rows whose order column is
-    null come after the key's other rows (nulls last, as ties); the replay says what they mean.
-
-    Parameters
-    ----------
-    df : DataFrame
-        The rows to replay (only the columns the replay needs: they all travel to Python).
-    keys : sequence of str
-        Key columns: each key's rows are replayed together, by one replay object.
-    order : sequence of str
-        Replay order within a key (ties keep no particular order: make it total).
-    schema : str
-        DDL schema of the replay's output batches.
-    factory : callable
-        Makes a fresh :class:`KeyedReplay` (called once per Spark partition, on the executor;
-        it must pickle: a module-level class, or a ``functools.partial`` of one).
-    partitions : int, optional
-        Spark partitions of the replay (default: ``spark.sql.shuffle.partitions``).
-    pack_rows : int
-        Rows a packing task sorts at a time (memory per task: about this many input rows).
-
-    Returns
-    -------
-    DataFrame
-        The rows the replay returned, with ``schema``.
+    Each key's rows are packed into one Arrow cell before the shuffle, so Spark's per-row costs are paid
+    per run of a key. A null key is a key of its own; null order values sort last. ``df`` should hold only
+    the columns the replay needs (they all travel to Python); ``order`` should be total. ``factory`` is
+    called once per Spark partition on the executor and must pickle. ``pack_rows`` bounds the rows a
+    packing task sorts at a time (its memory).
     """
     ordered, arrow_schema = _ordered_runs(df, list(keys), list(order), partitions, pack_rows)
     return ordered.mapInArrow(_unpack(list(keys), list(order), arrow_schema, factory), schema)
@@ -510,38 +482,15 @@ def replay_files(spark: Any, files: Sequence[str], columns: Sequence[str], prepa
                  followers: Sequence[Follower] = (), read_dictionary: Sequence[str] = ()) -> DataFrame:
     """:func:`replay_to_parquet` of rows read from local Parquet files by the tasks themselves.
 
-    For a replay whose input is a table the registry keeps as a local Parquet copy
-    (:func:`workbench.spark.registry.parquet_copy`), where every task reaches the same files:
-    Spark's conversion of rows to Arrow for Python, column by column and row by row, costs far
-    more than the replay (array columns most), and so does shuffling them. Two Spark jobs, no
-    shuffle:
-
-    1. one packing task per file reads it with pyarrow (``columns`` only, ``pack_rows`` rows at a
-       time; ``read_dictionary`` names string columns of few values that ``prepare`` only
-       compares, read as dictionary arrays); ``prepare`` (it must pickle) turns each chunk, a
-       ``pyarrow.Table``, into the replay's rows (``rows_ddl``: it filters and derives columns);
-       the rows are cut into ``buckets`` by a hash of their key (:func:`key_buckets`) and written
-       as Arrow IPC streams to a directory beside ``directory``, one per file and bucket;
-    2. one replay task per bucket reads its streams (memory-mapped), groups the rows by key and
-       sorts them by ``order`` (one NumPy ``lexsort``), feeds a replay made by ``factory``, and
-       writes what it returns to Parquet under ``directory`` as :func:`replay_to_parquet` does
-       (each key's rows in one row group), then the exchanged streams are removed.
-
-    ``buckets`` defaults to enough for :data:`BUCKET_ROWS` input rows each (the files' rows,
-    before ``prepare`` filters), and at least twice Spark's default parallelism: a replay task
-    holds its bucket's rows (twice, while sorting), so memory stays flat in the input's size as
-    long as no single key has more than that.
-
-    ``followers`` (:class:`Follower`) replay the output as each task produces it, so that what
-    would be a second pass over it (a summary per key) costs no second read.
-
-    Nulls as in :func:`replay_by_key`: a null key is a key of its own, a null order value sorts
-    after the key's other rows.
-
-    Returns
-    -------
-    DataFrame
-        The rows the replay returned, with ``schema``, read from ``directory``.
+    For a table the registry keeps as a local Parquet copy (:func:`workbench.spark.registry.parquet_copy`):
+    converting rows to Arrow for Python and shuffling them costs far more than the replay, so packing
+    tasks read the files with pyarrow, ``prepare`` (it must pickle) turns each chunk into the replay's
+    rows (``rows_ddl``), and the rows go by key hash (:func:`key_buckets`) to Arrow streams beside
+    ``directory``; one replay task per bucket then sorts and replays them and writes Parquet under
+    ``directory``. ``read_dictionary`` names string columns to read as dictionaries. ``buckets`` defaults
+    to :data:`BUCKET_ROWS` input rows each (at least twice the default parallelism), so memory stays flat
+    unless one key is larger. ``followers`` see the output as it is produced (no second read). Nulls as
+    in :func:`replay_by_key`.
     """
     import shutil
 
@@ -577,21 +526,10 @@ def replay_to_parquet(df: DataFrame, keys: Sequence[str], order: Sequence[str], 
                       pack_rows: int = PACK_ROWS, row_group_rows: int | None = None) -> DataFrame:
     """:func:`replay_by_key`, run now, its output written by the replay tasks straight to Parquet.
 
-    For large replays whose output several questions read: each task writes the rows its replay
-    returns to one Parquet file under the local ``directory`` with pyarrow (the rows never become
-    Spark rows, nor a cache Spark must build and compress), and the files are read back as the
-    result, in memory flat in their size. The output must carry the ``keys`` columns: each key's
-    rows are kept inside one row group (Spark never splits a row group between tasks), so the
-    result is clustered by key in the order the replay emitted them (:func:`mark_clustered` it
-    when that order is a replay order).
-
-    ``row_group_rows`` (default :data:`ROW_GROUP_ROWS`) is the rows a task holds before it writes
-    the whole keys among them as one row group (a key with more rows makes a larger group).
-
-    Returns
-    -------
-    DataFrame
-        The rows the replay returned, with ``schema``, read from ``directory``.
+    For large replays whose output several questions read: the rows never become Spark rows or a
+    Spark cache. The output must carry the ``keys`` columns: each key's rows stay in one row group, so
+    the result is clustered by key (:func:`mark_clustered` it when that order is a replay order).
+    ``row_group_rows`` (default :data:`ROW_GROUP_ROWS`) is the rows a task holds before writing a group.
     """
 
     keys, order = list(keys), list(order)
@@ -718,10 +656,8 @@ _CLUSTERED: weakref.WeakKeyDictionary[Any, tuple[tuple[str, ...], tuple[str, ...
 def mark_clustered(df: DataFrame, keys: Sequence[str], order: Sequence[str]) -> DataFrame:
     """Record that each key's rows of ``df`` lie in one Spark partition, together, in ``order``.
 
-    True of a replay's output when the replay emits its rows key by key (the keys as columns) in
-    replay order, and of narrow projections of it. The mark belongs to this DataFrame object
-    (``df.cache()`` returns the same object): a DataFrame derived from it is not marked, so a
-    filter, join or union never inherits a promise it may break.
+    The mark belongs to this DataFrame object only, so a filter, join or union derived from it never
+    inherits a promise it may break.
     """
     _CLUSTERED[df] = (tuple(keys), tuple(order))
     return df

@@ -518,25 +518,16 @@ def apply_kernel(kernel_input: DataFrame, settings: Mapping[str, model.TopicSett
 def segment_history(tables: Any, params: Mapping[str, Any] | None = None) -> DataFrame:
     """One row per segment of each tiered partition's log, with its life cycle (computed once per bundle).
 
-    Returns
-    -------
-    DataFrame
-        :data:`HISTORY_SCHEMA`: ``topic, partition, base_offset, end_offset`` (inclusive),
-        ``records`` (offsets), ``bytes`` (null: unknown), ``max_timestamp`` (largest record
-        timestamp), ``source`` (``remote``, ``local``, ``remote+local``, ``unknown``: offsets no
-        event and no file holds), ``in_bundle`` (its local file is in the bundle), ``active`` (the
-        active segment at the end), ``created``, ``rolled``, ``rolled_latest``, ``roll_evidence``
-        (``next_batch``, ``retention_roll``, ``last_record``, ``previous_segment``,
-        ``copy_started``, ``next_segment``: what fixed ``rolled``), ``attempts``,
-        ``failed_attempts``, ``first_copy_started``, ``uploaded`` (first COPY_SEGMENT_FINISHED
-        covering it), ``segment_id, uploaded_by``, ``remote_deleted``,
-        ``remote_delete_finished``, ``covered`` (when Kafka's highest copied offset reached its
-        end: local deletion allowed), ``log_start_passed``, ``retention_due`` (remote retention
-        by time or size), ``local_due`` (local retention), ``local_deleted``,
-        ``local_deleted_latest``, ``gap_start``, ``gap_end`` (when it existed nowhere), ``broker``.
+    Rows of :data:`HISTORY_SCHEMA`: ``topic, partition, base_offset, end_offset`` (inclusive),
+    ``records`` (offsets), ``bytes`` (null: unknown), ``max_timestamp``, ``source`` (``remote``,
+    ``local``, ``remote+local``, ``unknown``: offsets no event and no file holds), ``in_bundle``,
+    ``active`` (at the end), ``created``, ``rolled``, ``rolled_latest``, ``roll_evidence`` (what fixed
+    ``rolled``), ``attempts``, ``failed_attempts``, ``first_copy_started``, ``uploaded`` (first
+    COPY_SEGMENT_FINISHED covering it), ``segment_id, uploaded_by``, ``remote_deleted``,
+    ``remote_delete_finished``, ``covered`` (Kafka's highest copied offset reached its end: local
+    deletion allowed), ``log_start_passed``, ``retention_due`` (remote), ``local_due``,
+    ``local_deleted``, ``local_deleted_latest``, ``gap_start``, ``gap_end`` (existed nowhere), ``broker``.
 
-    Examples
-    --------
     >>> segment_history(tables).where("source = 'unknown' or gap_start is not null").show()   # doctest: +SKIP
     """
     p = dict(params or {})
@@ -546,30 +537,16 @@ def segment_history(tables: Any, params: Mapping[str, Any] | None = None) -> Dat
 def backlog_series(tables: Any, params: Mapping[str, Any] | None = None) -> DataFrame:
     """Each tiered partition's backlog, ranges and sizes at every change (computed once per bundle).
 
-    Returns
-    -------
-    DataFrame
-        :data:`SERIES_SCHEMA`, one row per partition and moment something changed (a value holds
-        until the partition's next row): ``topic, partition, time, broker`` (the leader),
-        ``upload_segments, upload_records, upload_bytes`` (upload lag), ``upload_oldest_rolled``,
-        ``uncertain_segments/_bytes`` (of the lag, segments whose roll time is uncertain at that
-        moment), ``phantom_segments/_bytes`` (uploaded single-offset segments Kafka still counts,
-        KAFKA-20977), ``copies_in_flight``, ``copies_failed`` (so far), ``kafka_copy_after_copy_*``
-        and ``kafka_copy_after_run_*`` (``_segments``, ``_bytes``, ``_at``: the value Kafka's
-        RemoteCopyLag* gauge would show if updated after each successful copy, as Kafka 3.x does,
-        or at the end of each copy task run, as 4.x does, and when it was last updated),
-        ``delete_segments, delete_records, delete_bytes`` (delete lag), ``deleting_segments``
-        (deletion started, not finished), ``overdue_segments`` (past retention, deletion not
-        started), ``kafka_delete_segments/_bytes/_at`` (Kafka's RemoteDeleteLag* as last set by
-        a deletion), ``log_start, log_end, local_start, local_segments, local_bytes, remote_start,
-        remote_end`` (offsets, ends exclusive), ``remote_segments, remote_bytes`` (readable),
-        ``remote_listed_bytes`` (every segment not deleted, as Kafka 3.x's RemoteLogSizeBytes
-        counts), ``remote_listed_v4_bytes`` (copy finished or deletion started, as 4.x counts),
-        ``remote_metadata_count``, ``overlap_offsets`` (both local and remote), ``gap_offsets``,
-        ``gap_ranges`` (nowhere).
+    Rows of :data:`SERIES_SCHEMA`; a value holds until the partition's next row. ``broker`` is the
+    leader; ``upload_*`` and ``delete_*`` are the lags; ``uncertain_*`` the part of the upload lag whose
+    roll time is uncertain; ``phantom_*`` uploaded single-offset segments Kafka still counts
+    (KAFKA-20977); ``kafka_copy_after_copy_*`` / ``kafka_copy_after_run_*`` what Kafka's RemoteCopyLag*
+    gauge would show if updated after each copy (3.x) or each copy task run (4.x);
+    ``kafka_delete_*`` Kafka's RemoteDeleteLag*; ``overdue_segments`` past retention, deletion not
+    started; offsets (``log_*``, ``local_*``, ``remote_*``) have exclusive ends;
+    ``remote_listed_bytes`` / ``remote_listed_v4_bytes`` as Kafka 3.x / 4.x count RemoteLogSizeBytes;
+    ``overlap_offsets`` are both local and remote; ``gap_*`` nowhere.
 
-    Examples
-    --------
     >>> backlog_series(tables).where("upload_segments > 0").orderBy("time").show()   # doctest: +SKIP
     """
     p = dict(params or {})
@@ -957,11 +934,9 @@ def _broker_episodes(part_eps: DataFrame, rolled: DataFrame, what: str) -> DataF
 
 
 def comparison(tables: Any, params: Mapping[str, Any] | None = None) -> DataFrame | None:
-    """:func:`compare` of the bundle's :func:`backlog_series` with Kafka's own gauges
-    (:func:`reported`), computed once per bundle; ``None`` when the bundle has no gauge samples.
+    """:func:`compare` of :func:`backlog_series` with Kafka's own gauges (:func:`reported`), computed once
+    per bundle; ``None`` when the bundle has no gauge samples.
 
-    Examples
-    --------
     >>> comparison(tables).where("reason != 'agree'").show()          # doctest: +SKIP
     """
     samples = reported(tables["metrics"])
@@ -975,23 +950,10 @@ def comparison(tables: Any, params: Mapping[str, Any] | None = None) -> DataFram
 def findings(tables: Any, params: Mapping[str, Any] | None = None) -> DataFrame:
     """Tiered-storage findings of a bundle (computed once per bundle and parameters).
 
-    * ``upload_backlog`` (warning): uploads on a broker stayed behind longer than the backlog
-      threshold (:func:`backlog_threshold_s`); the peak in segments, bytes and records, and the
-      partitions involved;
-    * ``delete_backlog`` (warning): deletions after retention stayed behind as long;
-    * ``copy_failed`` (warning): copy attempts of a partition that failed (COPY_SEGMENT_STARTED
-      without COPY_SEGMENT_FINISHED, retried later);
-    * ``copy_unfinished`` (warning): a copy started and never finished by the end of the bundle;
-    * ``offset_gap`` (critical): offsets that existed nowhere (:func:`gaps`);
-    * ``gauge_unexplained`` (info): samples of Kafka's gauges that differ from the computed value
-      with no explanation (:func:`compare`);
-    * ``no_remote_metadata`` (info): topics with ``remote.storage.enable=true`` but no
-      ``__remote_log_metadata`` event in the bundle: uploads cannot be judged.
-
-    Returns
-    -------
-    DataFrame
-        Rows of :data:`workbench.analysis.findings.FINDINGS_SCHEMA` (area ``tier``).
+    Kinds: ``upload_backlog`` and ``delete_backlog`` (warning: behind longer than
+    :func:`backlog_threshold_s`), ``copy_failed`` and ``copy_unfinished`` (warning), ``offset_gap``
+    (critical: :func:`gaps`), ``gauge_unexplained`` (info: :func:`compare`), ``no_remote_metadata``
+    (info: tiered topics without any ``__remote_log_metadata`` event, so uploads cannot be judged).
     """
     p = dict(params or {})
     return tables.derive(f"tier.findings:{sorted(p.items())!r}", lambda: _findings(tables, p))

@@ -195,21 +195,10 @@ class Batch:
         return self.base_timestamp if self.has_delete_horizon else None
 
     def records(self, problems: ProblemLog | None = None) -> list[Record]:
-        """Decompress and decode the records (legacy wrappers: the inner messages).
+        """Decompress and decode the records (legacy wrappers: the inner messages), with absolute offsets.
 
-        Parameters
-        ----------
-        problems : ProblemLog, optional
-            Receives record-level problems (``decompress_error``, ``record_error``,
-            ``unknown_codec``); a strict log raises instead. Without one they are dropped.
+        Record-level problems go to ``problems`` (a strict log raises); without one they are dropped.
 
-        Returns
-        -------
-        list of Record
-            Every record that could be decoded, with absolute offsets.
-
-        Examples
-        --------
         >>> data = encode_batch([(7, 5, None, b"x", [("h", b"1")])], base_offset=7, compression="zstd")
         >>> next(read_batches(io.BytesIO(data))).records()
         [Record(offset=7, timestamp=5, key=None, value=b'x', headers=[('h', b'1')], attributes=0, size=12)]
@@ -242,8 +231,6 @@ BATCH_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Batch) if f.name n
 def batch_columns(batches: Iterable[Batch]) -> dict[str, list[Any]]:
     """Turn batches into columns (one list per :data:`BATCH_COLUMNS` name).
 
-    Examples
-    --------
     >>> cols = batch_columns(read_batches(io.BytesIO(encode_batch([(0, 1, None, b"v")], base_offset=0))))
     >>> cols["base_offset"], cols["record_count"]
     ([0], [1])

@@ -77,23 +77,9 @@ _LZ4_HC_BROKEN = (_xxh32(LZ4_MAGIC + bytes((_LZ4_FLG, _LZ4_BD))) >> 8) & 0xFF
 def compress(codec: str, data: bytes, *, magic: int = 2, level: int | None = None) -> bytes:
     """Compress ``data`` into the stream Kafka writes for ``codec``.
 
-    Parameters
-    ----------
-    codec : str
-        ``"none"``, ``"gzip"``, ``"snappy"``, ``"lz4"`` or ``"zstd"``.
-    data : bytes
-        Uncompressed bytes (the records of a batch, or an inner message set).
-    magic : int
-        Batch magic; 0 selects the legacy lz4 header checksum.
-    level : int, optional
-        Codec level; Kafka's defaults when omitted (gzip 6, lz4 9, zstd 3).
+    ``magic`` 0 selects the legacy lz4 header checksum; ``level`` defaults to Kafka's (gzip 6, lz4 9,
+    zstd 3).
 
-    Returns
-    -------
-    bytes
-
-    Examples
-    --------
     >>> decompress("gzip", compress("gzip", b"abc"))
     b'abc'
     """
@@ -144,28 +130,9 @@ def decompress(codec: str, data: bytes | memoryview, *, magic: int = 2,
                limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
     """Decompress one Kafka compressed stream.
 
-    Parameters
-    ----------
-    codec : str
-        Codec name (see :data:`CODEC_NAMES`).
-    data : bytes or memoryview
-        The compressed stream.
-    magic : int
-        Batch magic; for 0 the lz4 header checksum is not checked (as in Kafka).
-    limit : int
-        Maximum number of decompressed bytes; more raises :class:`CodecError`.
+    For ``magic`` 0 the lz4 header checksum is not checked (as in Kafka). Raises :class:`CodecError`
+    for an unknown codec, a corrupt or truncated stream, or output above ``limit`` bytes.
 
-    Returns
-    -------
-    bytes
-
-    Raises
-    ------
-    CodecError
-        Unknown codec, corrupt or truncated stream, or output above ``limit``.
-
-    Examples
-    --------
     >>> decompress("snappy", compress("snappy", b"x" * 5))
     b'xxxxx'
     """

@@ -245,20 +245,9 @@ def decode_control_record(key: bytes | memoryview | None, value: bytes | memoryv
 def encode_control_record(type_name: str, fields: dict, key_version: int = 0) -> tuple[bytes, bytes]:
     """Encode a control record as ``(key, value)``, the bytes Kafka writes.
 
-    Parameters
-    ----------
-    type_name : str
-        One of :data:`CONTROL_TYPES` values (``"COMMIT"``, ``"LEADER_CHANGE"``, ...).
-    fields : dict
-        Value fields by Kafka JSON name; ``version`` defaults to 0.
+    ``type_name`` is a :data:`CONTROL_TYPES` value; ``fields`` are by Kafka JSON name. Raises
+    :class:`ConfigError` for an unknown type or values that do not fit the schema.
 
-    Raises
-    ------
-    ConfigError
-        Unknown type name or values that do not fit the schema.
-
-    Examples
-    --------
     >>> encode_control_record("ABORT", {"coordinatorEpoch": 3})
     (b'\\x00\\x00\\x00\\x00', b'\\x00\\x00\\x00\\x00\\x00\\x03')
     """
@@ -271,8 +260,6 @@ def encode_control_record(type_name: str, fields: dict, key_version: int = 0) ->
 def control_json(record: ControlRecord) -> str | None:
     """Kafka's JSON rendering of the control value (``None`` if it was not decoded).
 
-    Examples
-    --------
     >>> control_json(decode_control_record(*encode_control_record("SNAPSHOT_FOOTER", {})))
     '{"version":0}'
     """
@@ -284,12 +271,8 @@ def control_json(record: ControlRecord) -> str | None:
 
 def dump_control_text(record: ControlRecord, leader_change_json: bool = False) -> str:
     """The text ``kafka-dump-log`` appends to a control record line (after ``headerKeys: []``).
+    ``leader_change_json``: the 4.1+ JSON rendering of LEADER_CHANGE.
 
-    ``leader_change_json`` selects the 4.1+ rendering of LEADER_CHANGE (JSON instead of
-    ``controlType: LEADER_CHANGE(2)``).
-
-    Examples
-    --------
     >>> dump_control_text(decode_control_record(*encode_control_record("COMMIT", {"coordinatorEpoch": 0})))
     'endTxnMarker: COMMIT coordinatorEpoch: 0'
     """

@@ -330,8 +330,8 @@ _OFFSETS_TYPES = [
             F("Timestamp", "int64"),
         ],
     ),
-    # KIP-1071 streams groups: layouts of Kafka 4.3/4.4 (type 18 is from the early-access
-    # schema of Dec 2024, removed later)
+    # KIP-1071 streams groups: layouts of Kafka 4.3/4.4 (type 18 is from an early-access
+    # schema, removed later)
     _rt(
         17,
         "StreamsGroupMetadata",
@@ -501,8 +501,6 @@ STREAMS_MEMBER_STATES = {1: "STABLE", 2: "UNREVOKED_TASKS", 3: "UNRELEASED_TASKS
 def member_state_name(record_name: str, state: int) -> str:
     """The name of a current-member-assignment record's ``State`` byte (``UNKNOWN(n)`` if unknown).
 
-    Examples
-    --------
     >>> member_state_name("ConsumerGroupCurrentMemberAssignment", 1)
     'UNREVOKED_PARTITIONS'
     >>> member_state_name("StreamsGroupCurrentMemberAssignment", 1)
@@ -627,15 +625,8 @@ def _decode_protocol(schema: Schema, data: bytes | bytearray | memoryview) -> tu
 
 
 def decode_consumer_subscription(data: bytes | bytearray | memoryview) -> tuple[int, dict]:
-    """Decode a ConsumerProtocol subscription blob: ``(version, fields)``.
+    """Decode a ConsumerProtocol subscription blob: ``(version, fields)``; CorruptDataError if malformed.
 
-    Raises
-    ------
-    CorruptDataError
-        When the bytes do not follow the layout.
-
-    Examples
-    --------
     >>> decode_consumer_subscription(encode_consumer_subscription({"topics": ["orders"]}, version=0))
     (0, {'topics': ['orders'], 'userData': None, 'ownedPartitions': [], 'generationId': -1, 'rackId': None})
     """
@@ -645,8 +636,6 @@ def decode_consumer_subscription(data: bytes | bytearray | memoryview) -> tuple[
 def decode_consumer_assignment(data: bytes | bytearray | memoryview) -> tuple[int, dict]:
     """Decode a ConsumerProtocol assignment blob: ``(version, fields)``.
 
-    Examples
-    --------
     >>> blob = encode_consumer_assignment({"assignedPartitions": [{"topic": "t", "partitions": [0]}]})
     >>> decode_consumer_assignment(blob)
     (3, {'assignedPartitions': [{'topic': 't', 'partitions': [0]}], 'userData': None})
@@ -786,8 +775,6 @@ def _encode_coordinator(
 def decode_offsets_record(key: bytes | memoryview | None, value: bytes | memoryview | None) -> CoordinatorRecord:
     """Decode a ``__consumer_offsets`` record (never raises for bad bytes).
 
-    Examples
-    --------
     >>> rec = decode_offsets_record(b"\\x00\\x02\\x00\\x02g1", None)
     >>> rec.name, rec.key, rec.tombstone
     ('GroupMetadata', {'group': 'g1'}, True)
@@ -818,7 +805,7 @@ def decode_offset_commit_fast(key: bytes | None, value: bytes | None) -> Coordin
     """An ``OffsetCommit`` record (key type 1, value versions 0-4) decoded by hand, or ``None``.
 
     The offset commits are nearly all of ``__consumer_offsets``; this reads their fixed layouts
-    with :mod:`struct` several times faster than the schema-driven :func:`decode_offsets_record`
+    with :mod:`struct`, faster than the schema-driven :func:`decode_offsets_record`,
     and gives exactly what it gives. Anything else (another record type, a null string, a
     version 4 value with tags other than ``topicId``, bytes that do not fit) gives ``None``:
     decode it with :func:`decode_offsets_record`.
@@ -900,16 +887,9 @@ def encode_offsets_record(
 ) -> tuple[bytes, bytes | None]:
     """Encode a ``__consumer_offsets`` record as ``(key, value)``; ``value=None`` = tombstone.
 
-    ``record_type`` is the number, the type name (``"OffsetCommit"``) or a schema name; the
-    value version defaults to what Kafka 3.x/4.x write (3 for offsets and groups, else 0).
+    ``record_type``: number, type name (``"OffsetCommit"``) or schema name. The value version defaults to
+    what Kafka 3.x/4.x write. Raises :class:`ConfigError` for an unknown type or version or a misfit value.
 
-    Raises
-    ------
-    ConfigError
-        Unknown record type or version, or values that do not fit the schema.
-
-    Examples
-    --------
     >>> encode_offsets_record(2, {"group": "g"}, None)
     (b'\\x00\\x02\\x00\\x01g', None)
     """
@@ -919,8 +899,6 @@ def encode_offsets_record(
 def decode_transaction_record(key: bytes | memoryview | None, value: bytes | memoryview | None) -> CoordinatorRecord:
     """Decode a ``__transaction_state`` record (never raises for bad bytes).
 
-    Examples
-    --------
     >>> k, v = encode_transaction_record({"transactionalId": "tx"}, {"producerId": 7, "transactionStatus": 4})
     >>> rec = decode_transaction_record(k, v)
     >>> rec.key, rec.value["producerId"], rec.value["transactionPartitions"]

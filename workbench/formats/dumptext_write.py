@@ -398,8 +398,7 @@ def options_for(
 
 
 def _looks_like_file(text: str) -> bool:
-    """Whether an argument is a path rather than a Java class name (which has no ``/`` and does not
-    end in a file suffix Kafka's tool dumps)."""
+    """Whether an argument is a path rather than a Java class name."""
     return "/" in text or text.endswith((".log", ".checkpoint", ".index", ".timeindex", ".txnindex", ".snapshot"))
 
 
@@ -477,18 +476,11 @@ def parse_kafka_args(args: Iterable[str], kafka_version: str | None = None) -> t
 
 
 def options_from_args(args: Iterable[str], kafka_version: str | None = None) -> DumpOptions:
-    """The :class:`DumpOptions` of ``kafka-dump-log`` arguments (files are ignored).
+    """The :class:`DumpOptions` of ``kafka-dump-log`` arguments (files ignored; raises as :func:`parse_kafka_args`).
 
-    Examples
-    --------
     >>> o = options_from_args(["--cluster-metadata-decoder"])
     >>> o.decoder, o.prints_contents, o.deep_iteration, o.deep
     ('cluster-metadata', True, False, True)
-
-    Raises
-    ------
-    ConfigError
-        As :func:`parse_kafka_args`.
     """
     return parse_kafka_args(args, kafka_version)[0]
 
@@ -1317,47 +1309,14 @@ def dump_lines(
 ) -> Iterator[str]:
     """The stdout lines (without line breaks) of ``kafka-dump-log --files <path>`` for one file.
 
-    Handles ``.log`` segments and ``.checkpoint`` snapshots (KRaft snapshots and
-    ``bootstrap.checkpoint``), and the ``.index``, ``.timeindex``, ``.txnindex`` and producer
-    ``.snapshot`` files (the entries Kafka prints on stdout; its consistency checks against
-    the segment go to stderr and are not reproduced).
+    Handles ``.log`` segments, ``.checkpoint`` snapshots, indexes and producer ``.snapshot`` files
+    (stdout only: Kafka's consistency checks on stderr are not reproduced). Damage is read as Kafka's
+    tool reads it: batches are framed by their declared length alone, and the output ends where Kafka's
+    reader stops (problem ``stopped``) or its tool fails (problem ``tool_failure``); every such stop and
+    every undecodable record is a problem in ``problems`` (``strict``: CorruptDataError instead).
+    ``shown_path`` is printed after ``Dumping`` and its file name gives the base offset (e.g. a link
+    ``<offset>.log`` to a remote segment); default ``path``.
 
-    Damage is read as Kafka's tool reads it. Batches are framed by their declared length
-    alone: a bad CRC prints ``isvalid: false``, a length that swallows the next batches
-    frames one batch, a magic above 2 is read as v2. Kafka's reader ends when fewer than 18
-    bytes are left or a batch runs past the end of the file (then ``Found N invalid bytes at
-    the end of <name>``; problem ``stopped``), and its tool fails (output ends, problem
-    ``tool_failure``) at a declared size below 14, an unknown codec id (the batch line breaks
-    off after ``deleteHorizonMs``, see :class:`Unterminated`), a stream that does not
-    decompress (after the batch line), a malformed record (after the records before it), bytes
-    left after the declared records (before the last record) or a file name without a base
-    offset. Every such stop, and every record that could not be decoded, is a problem in
-    ``problems``.
-
-    Parameters
-    ----------
-    path : str or path-like
-        The file to read.
-    options : DumpOptions, optional
-        The flags (default: ``--deep-iteration`` only).
-    kafka_version : str, optional
-        Whose text to reproduce (default :data:`DEFAULT_KAFKA_VERSION`).
-    shown_path : str, optional
-        The path the tool was given, printed after ``Dumping`` (default: ``path``, as Java
-        prints it). Its file name is the one Kafka reads the base offset from, e.g. a link
-        ``<offset>.log`` to a remote segment ``<offset>-<segment id>.log``.
-    problems : ProblemLog, optional
-        Receives problems (reader problems too).
-    strict : bool
-        Raise :class:`~workbench.errors.CorruptDataError` at the first problem.
-
-    Yields
-    ------
-    str
-        One line of output.
-
-    Examples
-    --------
     >>> import os, tempfile
     >>> from workbench.formats.batch import encode_batch
     >>> d = tempfile.mkdtemp(); p = os.path.join(d, "00000000000000000005.log")
@@ -2387,8 +2346,6 @@ def dump_text(
 ) -> str:
     """The whole stdout text of ``kafka-dump-log`` for one file (see :func:`dump_lines`).
 
-    Examples
-    --------
     >>> import os, tempfile
     >>> from workbench.formats.batch import encode_batch
     >>> d = tempfile.mkdtemp(); p = os.path.join(d, "00000000000000000000.log")
@@ -2415,45 +2372,14 @@ def write_kafka_dump(
     problems: list[ProblemLog] | None = None,
     compiled: bool = True,
 ) -> int:
-    """Write ``kafka-dump-log`` text of ``files`` to ``out`` (``workbench dump --format kafka``).
+    """Write ``kafka-dump-log`` text of ``files`` to ``out`` (``workbench dump --format kafka``); 0, or 1 on problems.
 
-    Each file is written as :func:`write_log_dump` writes it (streamed: compiled runs over clean
-    batches, the Python writer around damage). As Kafka's tool, the run ends at a file on
-    which the tool itself fails (problem ``tool_failure``); later files get a ``not_dumped``
-    problem.
+    Each file as :func:`write_log_dump` writes it. As with Kafka's tool, the run ends at a file on which
+    the tool fails (``tool_failure``); later files get a ``not_dumped`` problem. Without ``options``:
+    Kafka's defaults, or ``--deep-iteration`` plus ``decoder``/``payloads`` when given. ``decoder``
+    ``auto`` picks each file's decoder by topic among those this release's tool has; a name overrides
+    ``options.decoder``. ``compiled=False`` uses the Python writer for every batch.
 
-    Parameters
-    ----------
-    files : iterable of paths
-        Segments, snapshots, indexes, producer snapshots; printed after ``Dumping`` as given.
-    out : text or binary stream
-        Receives the text (UTF-8 bytes to a binary stream or to a text stream's ``buffer``).
-    options : DumpOptions, optional
-        The flags (:func:`parse_kafka_args`, :func:`options_for`); default: Kafka's defaults
-        (batch lines only), or, when ``options`` is not given but ``decoder``/``payloads`` are,
-        ``--deep-iteration`` plus those.
-    kafka_version : str or None
-        Kafka release whose text is reproduced (``None``: :data:`DEFAULT_KAFKA_VERSION`).
-    decoder : str, optional
-        ``auto`` picks each file's decoder from its partition directory
-        (:func:`workbench.formats.topics.decoder_for`, among the decoders this release's tool
-        has); a decoder name overrides ``options.decoder``.
-    payloads : bool, optional
-        ``--print-data-log`` (with ``decoder``, for callers of the older signature).
-    strict : bool
-        Raise at the first problem.
-    problems : list, optional
-        Receives one :class:`ProblemLog` per file.
-    compiled : bool
-        ``False``: the Python writer for every batch (see :func:`write_log_dump`).
-
-    Returns
-    -------
-    int
-        0, or 1 when a file had problems.
-
-    Examples
-    --------
     >>> import io, os, tempfile
     >>> from workbench.formats.batch import encode_batch
     >>> d = tempfile.mkdtemp(); p = os.path.join(d, "00000000000000000000.log")

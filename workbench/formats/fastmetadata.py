@@ -193,16 +193,8 @@ _TYPED_FROM_FIELDS: dict[str, dict[str, Any]] = {
 def typed_values(record_type: str, fields: dict) -> dict[str, Any]:
     """The typed columns of one decoded metadata record (only the non-null ones).
 
-    Parameters
-    ----------
-    record_type : str
-        Schema name (``"PartitionChangeRecord"``).
-    fields : dict
-        Its fields by Kafka JSON name, as :func:`~workbench.formats.metadata.decode_metadata_record`
-        gives them (empty when the body could not be decoded: then nothing is typed).
+    ``fields`` as :func:`~workbench.formats.metadata.decode_metadata_record` gives them (empty: nothing typed).
 
-    Examples
-    --------
     >>> typed_values("FenceBrokerRecord", {"id": 2, "epoch": 7})
     {'broker_id': 2, 'broker_epoch': 7, 'fenced': True}
     >>> typed_values("PartitionChangeRecord", {"partitionId": 0, "topicId": "AAAAAAAAAAAAAAAAAAAAAQ",
@@ -233,10 +225,6 @@ def _json_default(value: Any) -> Any:
 def fields_json(fields: dict) -> str:
     """JSON text of decoded record fields (bytes as base64, like Kafka's tools print them).
 
-    Every field of the record's schema is present, in schema order, absent ones at their default.
-
-    Examples
-    --------
     >>> fields_json({"name": "metadata.version", "featureLevel": 21, "raw": b"\\x01"})
     '{"name":"metadata.version","featureLevel":21,"raw":"AQ=="}'
     """
@@ -1019,31 +1007,12 @@ def metadata_batches(batches: Iterable[Batch], problems: ProblemLog | None = Non
                      compiled: bool = True) -> Iterator[pa.RecordBatch]:
     """Decode the metadata and control records of ``batches`` into :data:`METADATA_ARROW_SCHEMA` rows.
 
-    Rows come in file order, a few tens of thousands at a time, so a file of any size is decoded
-    in bounded memory.
+    Rows come in file order, a few tens of thousands at a time (bounded memory on a file of any size).
+    Problems go to ``problems`` in the careful reader's order (share it with :func:`read_batches` to keep
+    batch-level ones in order too; a strict log raises at the same first problem). ``fields=True`` builds
+    the JSON ``fields`` of every row with the careful decoder (slower); by default only rows the typed
+    columns cannot describe carry it. ``compiled=False`` runs the careful reader alone.
 
-    Parameters
-    ----------
-    batches : iterable of Batch
-        E.g. :func:`~workbench.formats.batch.read_batches` of a ``__cluster_metadata`` segment,
-        snapshot or bootstrap checkpoint; consumed lazily.
-    problems : ProblemLog, optional
-        Receives record-level problems (``record_error``, ``decompress_error``, ``unknown_codec``,
-        a null metadata value as ``record_error``, an undecodable value as ``decode_error``) in
-        the careful reader's order; a strict log raises at the same first problem. Share it with
-        :func:`read_batches` to keep batch-level problems in order too.
-    fields : bool
-        Build the JSON ``fields`` of every row (by the careful decoder, so at its speed). By
-        default only the rows the typed columns cannot describe carry it.
-    compiled : bool
-        Use the compiled decoder (the default); ``False`` runs the careful reader alone.
-
-    Yields
-    ------
-    pyarrow.RecordBatch
-
-    Examples
-    --------
     >>> import io
     >>> from workbench.formats.batch import read_batches
     >>> from workbench.formats.kraft_log import MetadataLogWriter

@@ -544,29 +544,12 @@ class _Group:
 
 
 def records_table(batches: Iterable[Batch], problems: ProblemLog | None = None) -> pa.Table:
-    """Decode the records of ``batches`` into one table (:data:`RECORDS_ARROW_SCHEMA`).
+    """Decode the records of ``batches`` into one table (:data:`RECORDS_ARROW_SCHEMA`), in file order.
 
-    The result equals ``[b.records(problems) for b in batches]`` turned into rows: same records,
-    same fields, and the same problems reported to ``problems`` in the same order (a strict log
-    raises :class:`~workbench.errors.CorruptDataError` at the same first problem). Clean v2
-    batches are decoded by compiled loops; everything else by :meth:`Batch.records`.
+    Equals ``[b.records(problems) for b in batches]`` as rows, with the same problems in the same order
+    (a strict log raises at the same first problem); clean v2 batches go through compiled loops.
+    ``batches`` is consumed lazily, a bounded amount at a time.
 
-    Parameters
-    ----------
-    batches : iterable of Batch
-        E.g. :func:`~workbench.formats.batch.read_batches` of a segment; consumed lazily, at
-        most 16 MiB of records bytes or 1024 batches at a time.
-    problems : ProblemLog, optional
-        Receives record-level problems (``record_error``, ``decompress_error``,
-        ``unknown_codec``). Without one they are dropped.
-
-    Returns
-    -------
-    pyarrow.Table
-        One row per record in file order (chunked by decoding run).
-
-    Examples
-    --------
     >>> import io
     >>> from workbench.formats.batch import encode_batch, read_batches
     >>> data = encode_batch([(7, 5, None, b"x", [("h", b"1")])], base_offset=7, compression="zstd")
@@ -606,20 +589,7 @@ def records_table(batches: Iterable[Batch], problems: ProblemLog | None = None) 
 
 def records_table_from_file(path: str | Path, problems: ProblemLog | None = None, strict: bool = False) -> pa.Table:
     """Read a ``.log`` segment (or snapshot) with :func:`read_batches` and decode all its records.
-
-    Parameters
-    ----------
-    path : str or Path
-        The file.
-    problems : ProblemLog, optional
-        Receives batch-level and record-level problems, in the careful reader's order.
-    strict : bool
-        Raise :class:`~workbench.errors.CorruptDataError` at the first problem.
-
-    Returns
-    -------
-    pyarrow.Table
-        :data:`RECORDS_ARROW_SCHEMA` rows.
+    Batch and record problems go to ``problems`` in the careful reader's order.
     """
     name = str(path)
     log = _resolve_log(problems, name, strict)

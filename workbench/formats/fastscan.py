@@ -336,36 +336,11 @@ def scan_batch_columns(
 ) -> Iterator[dict[str, np.ndarray]]:
     """The batch table of a local segment file, as column arrays, in pieces of at most ``chunk`` rows.
 
-    Equivalent to ``batch_columns(read_batches(open(path, "rb"), display_path, ...))`` without the
-    ``path`` column (every row has ``display_path``), with the same problems reported to
-    ``problems``, but decoded at memory speed where the file is intact (see the module docstring).
+    As ``batch_columns(read_batches(open(path, "rb"), display_path, ...))`` without the ``path`` column
+    and with the same problems, but compiled where the file is intact (see the module docstring).
+    ``verify=False`` skips the CRC-32C check (``crc_checked`` and ``crc_valid`` false for hopped
+    batches). Each piece holds one array per :data:`SCAN_COLUMNS` name.
 
-    Parameters
-    ----------
-    path : path-like
-        A regular local file (memory-mapped).
-    display_path : str, optional
-        Name used in problems; ``str(path)`` by default.
-    problems : ProblemLog, optional
-        Receives the problems; a strict log, or ``strict=True``, raises at the first one.
-    strict : bool
-        Raise :class:`~workbench.errors.CorruptDataError` at the first problem.
-    start, end : int
-        Byte range of batch start positions, as in :func:`read_batches`.
-    verify : bool
-        Check every batch's CRC-32C (the default). ``False`` reads headers only: ``crc_checked``
-        is false and ``crc_valid`` false for the hopped batches.
-    chunk : int
-        Most rows per yielded piece (bounds memory on files of millions of tiny batches).
-
-    Yields
-    ------
-    dict of str to numpy.ndarray
-        One array per name in :data:`SCAN_COLUMNS`; ``compression`` and ``timestamp_type`` are
-        object arrays of str.
-
-    Examples
-    --------
     >>> import tempfile
     >>> from workbench.formats.batch import encode_batch
     >>> seg = encode_batch([(0, 1, b"a", b"1")], base_offset=0) + encode_batch([(1, 2, b"b", b"2")], base_offset=1)

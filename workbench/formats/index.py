@@ -124,20 +124,9 @@ def read_offset_index(f: Source, base_offset: int, path: str = "",
                       problems: ProblemLog | None = None) -> list[tuple[int, int]]:
     """Read a ``.index`` file as ``(absolute offset, log position)`` pairs.
 
-    Parameters
-    ----------
-    f : binary file, bytes or path
-        The index content.
-    base_offset : int
-        Base offset of the segment (from the file name).
-    path : str
-        File name for problems.
-    problems : ProblemLog, optional
-        Receives ``bad_length`` (size not a multiple of 8), ``garbage`` (non-zero bytes after
-        the entries) and ``out_of_order`` (offsets or positions not increasing).
+    Problems: ``bad_length`` (size not a multiple of 8), ``garbage`` (non-zero bytes after the entries),
+    ``out_of_order``.
 
-    Examples
-    --------
     >>> read_offset_index(encode_offset_index([(100, 0), (140, 4096)], 100) + bytes(16), 100)
     [(100, 0), (140, 4096)]
     """
@@ -256,8 +245,6 @@ def read_producer_snapshot(f: Source, path: str = "", problems: ProblemLog | Non
 def encode_offset_index(entries: Iterable[tuple[int, int]], base_offset: int) -> bytes:
     """Bytes of a trimmed ``.index`` file for ``(absolute offset, position)`` pairs.
 
-    Examples
-    --------
     >>> encode_offset_index([(105, 4096)], 100).hex()
     '0000000500001000'
     """
@@ -267,8 +254,6 @@ def encode_offset_index(entries: Iterable[tuple[int, int]], base_offset: int) ->
 def encode_time_index(entries: Iterable[tuple[int, int]], base_offset: int) -> bytes:
     """Bytes of a trimmed ``.timeindex`` file for ``(timestamp, absolute offset)`` pairs.
 
-    Examples
-    --------
     >>> len(encode_time_index([(1, 100), (2, 101)], 100))
     24
     """
@@ -278,8 +263,6 @@ def encode_time_index(entries: Iterable[tuple[int, int]], base_offset: int) -> b
 def encode_txn_index(entries: Iterable[AbortedTxn]) -> bytes:
     """Bytes of a ``.txnindex`` file.
 
-    Examples
-    --------
     >>> len(encode_txn_index([AbortedTxn(1, 2, 3, 2)]))
     34
     """
@@ -290,8 +273,6 @@ def encode_txn_index(entries: Iterable[AbortedTxn]) -> bytes:
 def encode_producer_snapshot(entries: Iterable[ProducerEntry]) -> bytes:
     """Bytes of a producer-state ``.snapshot`` file (version 1).
 
-    Examples
-    --------
     >>> encode_producer_snapshot([])[:2]
     b'\\x00\\x01'
     """

@@ -242,8 +242,6 @@ def _escape_property(text: str, is_key: bool) -> str:
 def format_meta_properties(props: dict[str, object], written_at: datetime | None = None) -> str:
     """``meta.properties`` text as Kafka writes it (``Properties.store`` with an empty comment).
 
-    Examples
-    --------
     >>> print(format_meta_properties({"node.id": 1, "version": 1}, datetime(2024, 1, 1, tzinfo=UTC)), end="")
     #
     #Mon Jan 01 00:00:00 UTC 2024
@@ -443,8 +441,6 @@ def parse_checkpoint(text: str, path: str = "", strict: bool = False, expected_v
 def format_checkpoint(version: int, entries: list[tuple]) -> str:
     """Checkpoint text as Kafka's ``CheckpointFile`` writes it (one ``\\n`` after every line).
 
-    Examples
-    --------
     >>> format_checkpoint(0, [(0, 0), (3, 1200)])
     '0\\n2\\n0 0\\n3 1200\\n'
     """
@@ -507,8 +503,6 @@ def parse_clean_shutdown(text: str) -> dict | None:
     """Parse ``.kafka_cleanshutdown``: ``{}`` for the empty (≤ 3.6) marker, the JSON object
     (``{"version": 0, "brokerEpoch": N}``) from 3.7, ``None`` when unreadable.
 
-    Examples
-    --------
     >>> parse_clean_shutdown(""), parse_clean_shutdown('{"version":0,"brokerEpoch":234}')
     ({}, {'version': 0, 'brokerEpoch': 234})
     """
@@ -555,8 +549,6 @@ def parse_snapshot_name(name: str) -> SnapshotName | None:
 def snapshot_file_name(end_offset: int, epoch: int) -> str:
     """The file name of a complete snapshot.
 
-    Examples
-    --------
     >>> snapshot_file_name(12345, 7)
     '00000000000000012345-0000000007.checkpoint'
     """

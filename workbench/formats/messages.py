@@ -263,8 +263,6 @@ class Schema:
 def json_name(name: str) -> str:
     """Kafka's JSON key for a field name: the first letter lower-cased.
 
-    Examples
-    --------
     >>> json_name("KRaftVersion")
     'kRaftVersion'
     """
@@ -274,10 +272,6 @@ def json_name(name: str) -> str:
 def snake_upper(name: str) -> str:
     """UPPER_SNAKE form of a record name, as Kafka's ``MetadataRecordType`` enum spells it.
 
-    An underscore goes before each capital that follows a lower-case letter or digit.
-
-    Examples
-    --------
     >>> snake_upper("ZkMigrationStateRecord")
     'ZK_MIGRATION_STATE_RECORD'
     """
@@ -298,8 +292,6 @@ def snake_upper(name: str) -> str:
 def uuid_to_str(raw: bytes) -> str:
     """Kafka's ``Uuid.toString()``: base64url of the 16 bytes, without padding.
 
-    Examples
-    --------
     >>> uuid_to_str(bytes(15) + b"\\x01")
     'AAAAAAAAAAAAAAAAAAAAAQ'
     """
@@ -653,25 +645,12 @@ def _struct_reader(fields: Sequence[Field], version: int, flexible: bool) -> Rea
 
 
 def decode(schema: Schema, version: int, data: bytes | memoryview, pos: int = 0) -> tuple[dict, dict[int, bytes], int]:
-    """Decode one message of ``schema`` at ``version`` starting at ``pos``.
+    """Decode one message of ``schema`` at ``version`` starting at ``pos``: ``(values, unknown_tags, end)``.
 
-    Returns
-    -------
-    tuple
-        ``(values, unknown_tags, end)``: the field values by JSON name (every field of the
-        schema, absent ones at their default), the unknown tagged fields of the top-level
-        struct, and the position after the message. Trailing bytes are left to the caller.
+    ``values`` has every field of the schema by JSON name (absent ones at their default); trailing bytes
+    after ``end`` are left to the caller. Raises :class:`CorruptDataError` (``decode_error``) where the
+    bytes do not follow the schema; unknown versions are decoded by their fields' version ranges.
 
-    Raises
-    ------
-    CorruptDataError
-        ``kind="decode_error"`` with the byte position when the bytes do not follow the schema.
-    UnsupportedError
-        Never: the caller chooses the version; unknown versions are decoded by their field
-        version ranges.
-
-    Examples
-    --------
     >>> s = Schema("T", 0, (0, 0), "0+", [Field("Leader", "int32", tag=1, tagged_versions="0+", default=-2)])
     >>> decode(s, 0, b"\\x01\\x01\\x04\\x00\\x00\\x00\\x07")
     ({'leader': 7}, {}, 7)
@@ -843,20 +822,10 @@ def _write_struct(
 
 
 def encode(schema: Schema, version: int, values: dict, unknown_tags: dict[int, bytes] | None = None) -> bytes:
-    """Encode ``values`` (keyed by JSON name) as ``schema`` at ``version``.
+    """Encode ``values`` (keyed by JSON name) as ``schema`` at ``version``; missing keys take their default.
 
-    Missing keys take their default; tagged fields are written only when they differ from
-    their default; ``unknown_tags`` (and ``"_unknownTaggedFields"`` of nested structs) are
-    written back in tag order.
+    Raises :class:`ConfigError` for an unsupported version or a value that does not fit the schema.
 
-    Raises
-    ------
-    ConfigError
-        Unsupported version, unknown key, wrong value type, out-of-range integer, null for a
-        non-nullable field, or a non-default value for a field the version lacks.
-
-    Examples
-    --------
     >>> s = Schema("T", 0, (0, 0), "0+", [Field("Leader", "int32", tag=1, tagged_versions="0+", default=-2)])
     >>> encode(s, 0, {"leader": -2}), encode(s, 0, {"leader": 7})
     (b'\\x00', b'\\x01\\x01\\x04\\x00\\x00\\x00\\x07')
@@ -1004,8 +973,6 @@ def _dump(value: Any, parts: list[str]) -> None:
 def dumps_json(value: Any) -> str:
     """Compact JSON text as Jackson prints it (no spaces, Java double format, raw UTF-8).
 
-    Examples
-    --------
     >>> dumps_json({"a": [1, None], "b": 1e7, "c": "é"})
     '{"a":[1,null],"b":1.0E7,"c":"é"}'
     """

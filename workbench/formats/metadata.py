@@ -517,19 +517,9 @@ def encode_framed(schema: Schema, version: int, fields: dict, unknown_tags: dict
 def decode_metadata_record(value: bytes | memoryview | None) -> MetadataRecord:
     """Decode one ``__cluster_metadata`` record value (never raises for bad bytes).
 
-    Parameters
-    ----------
-    value : bytes
-        The record value: frame version, apiKey, version, body.
+    ``error`` is set for an unknown apiKey (name "Unknown"), an unsupported version (``fields`` empty),
+    a bad frame, truncation or trailing bytes.
 
-    Returns
-    -------
-    MetadataRecord
-        ``error`` is set for an unknown apiKey ("Unknown" name), an unsupported version (the
-        name is kept, ``fields`` is empty), a bad frame, truncation or trailing bytes.
-
-    Examples
-    --------
     >>> rec = decode_metadata_record(bytes([1, 20, 0, 0]))
     >>> rec.name, rec.fields, rec.error
     ('NoOpRecord', {}, None)
@@ -542,24 +532,10 @@ def encode_metadata_record(
 ) -> bytes:
     """Encode a metadata record value exactly as Kafka writes it.
 
-    Parameters
-    ----------
-    name_or_api_key : str or int
-        ``"PartitionChangeRecord"``, ``"PARTITION_CHANGE_RECORD"`` or ``5``.
-    version : int
-        Record version (must be valid for the schema).
-    fields : dict
-        Values by Kafka JSON name; missing ones take their default.
-    unknown_tags : dict, optional
-        Extra top-level tagged fields, written verbatim.
+    ``name_or_api_key``: ``"PartitionChangeRecord"``, ``"PARTITION_CHANGE_RECORD"`` or ``5``; missing
+    ``fields`` take their default. Raises :class:`ConfigError` for an unknown record or version or a
+    value that does not fit.
 
-    Raises
-    ------
-    ConfigError
-        Unknown record or version, or values that do not fit the schema.
-
-    Examples
-    --------
     >>> encode_metadata_record("NoOpRecord", 0, {})
     b'\\x01\\x14\\x00\\x00'
     """
@@ -567,14 +543,8 @@ def encode_metadata_record(
 
 
 def metadata_json(record: MetadataRecord, registry: dict[int, Schema] | None = None) -> str | None:
-    """The JSON Kafka's tools print for the record body (the ``"data"`` object).
+    """The JSON Kafka's tools print for the record body (the ``"data"`` object), or ``None`` if undecoded.
 
-    Key order = schema order; tagged fields only when they differ from their default; fields
-    absent in the version left out; uuid as base64url text; bytes as base64. ``None`` when the
-    body was not decoded (unknown apiKey or version, bad bytes).
-
-    Examples
-    --------
     >>> metadata_json(decode_metadata_record(encode_metadata_record(
     ...     "PartitionChangeRecord", 0, {"partitionId": 0, "topicId": "AAAAAAAAAAAAAAAAAAAAAQ", "leader": 2})))
     '{"partitionId":0,"topicId":"AAAAAAAAAAAAAAAAAAAAAQ","leader":2}'
@@ -593,8 +563,6 @@ def metadata_json(record: MetadataRecord, registry: dict[int, Schema] | None = N
 def dump_payload(record: MetadataRecord) -> str | None:
     """The whole ``payload:`` JSON of ``kafka-dump-log --cluster-metadata-decoder``.
 
-    Examples
-    --------
     >>> dump_payload(decode_metadata_record(bytes([1, 20, 0, 0])))
     '{"type":"NO_OP_RECORD","version":0,"data":{}}'
     """

@@ -154,8 +154,6 @@ def decode_offset_sync(key: bytes | memoryview | None, value: bytes | memoryview
 def decode_checkpoint(key: bytes | memoryview | None, value: bytes | memoryview | None) -> MirrorRecord:
     """Decode a ``<source>.checkpoints.internal`` record (never raises for bad bytes).
 
-    Examples
-    --------
     >>> rec = decode_checkpoint(*encode_checkpoint("g", "A.orders", 1, 100, 98, ""))
     >>> rec.value
     {'version': 0, 'upstreamOffset': 100, 'offset': 98, 'metadata': ''}
@@ -255,8 +253,6 @@ def decode_connect_offset(key: bytes | memoryview | None, value: bytes | memoryv
 def encode_connect_offset(connector: str, partition: dict, offset: int | None) -> tuple[bytes, bytes | None]:
     """Encode a Connect offsets record as Connect's JsonConverter writes it (``None`` = tombstone).
 
-    Examples
-    --------
     >>> encode_connect_offset("MirrorSourceConnector", {"cluster": "A", "partition": 0, "topic": "t"}, 5)
     (b'["MirrorSourceConnector",{"cluster":"A","partition":0,"topic":"t"}]', b'{"offset":5}')
     """
@@ -364,11 +360,9 @@ class MirrorTopology:
     def other(self, alias: str, *, alias_is_source: bool) -> str | None:
         """The other end of the one flow ``alias`` is the source (or target) of, if one can tell.
 
-        An enabled flow decides; with none (or several), a configuration of exactly two
-        clusters names the other one (MirrorMaker 2 runs a heartbeat flow between every pair).
+        Without exactly one enabled flow, a configuration of exactly two clusters names the other one
+        (MirrorMaker 2 runs a heartbeat flow between every pair).
 
-        Examples
-        --------
         >>> t = mirror_topology({"clusters": "A, B, C", "A->B.enabled": "true", "A->C.enabled": "true"})
         >>> t.other("B", alias_is_source=False), t.other("A", alias_is_source=True)
         ('A', None)

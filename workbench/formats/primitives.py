@@ -39,8 +39,6 @@ def read_uvarint(buf: bytes | memoryview, pos: int, max_bytes: int = MAX_VARINT_
 def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """Read a zig-zag signed varint (at most 5 bytes).
 
-    Examples
-    --------
     >>> read_varint(b"\\x01", 0)
     (-1, 1)
     """

@@ -24,8 +24,6 @@ TIMESTAMP_RANGE_MS = (0, (2**63 - 1) // 1_000_000)
 def timestamp_in_range(ms: float | int | None) -> bool:
     """Whether a millisecond time read from a file can enter a table (see :data:`TIMESTAMP_RANGE_MS`).
 
-    Examples
-    --------
     >>> timestamp_in_range(1_795_000_000_000), timestamp_in_range(2**62), timestamp_in_range(float("inf"))
     (True, False, False)
     """
@@ -87,12 +85,9 @@ class ProblemLog:
         self.problems.append(Problem(self.path, position, kind, detail))
 
     def take_since(self, n: int) -> list[Problem]:
-        """Remove and return the problems recorded after the first ``n`` (to report them again later).
+        """Remove and return the problems recorded after the first ``n``, so a reader that decodes ahead can
+        report them again in file order.
 
-        A reader that decodes ahead uses it to keep problems in file order.
-
-        Examples
-        --------
         >>> log = ProblemLog("seg.log")
         >>> log.report(10, "truncated", "x")
         >>> [p.position for p in log.take_since(0)], len(log)

@@ -72,8 +72,6 @@ def looks_like_prometheus_text(text: str) -> bool:
 def looks_like_prometheus_json(text: str) -> bool:
     """Whether ``text`` starts like a Prometheus HTTP API response (``{"status": ...``).
 
-    Examples
-    --------
     >>> looks_like_prometheus_json('{"status":"success","data":{"resultType":"vector","result":[]}}')
     True
     """

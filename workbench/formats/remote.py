@@ -134,8 +134,6 @@ REMOTE_SCHEMAS: dict[int, Schema] = {s.api_key: s for s in _SCHEMAS if s.api_key
 def decode_remote_log_metadata(value: bytes | memoryview | None) -> MetadataRecord:
     """Decode one ``__remote_log_metadata`` value (never raises for bad bytes).
 
-    Examples
-    --------
     >>> decode_remote_log_metadata(b"\\x01\\x07\\x00").error
     'unknown apiKey 7'
     """
@@ -145,13 +143,7 @@ def decode_remote_log_metadata(value: bytes | memoryview | None) -> MetadataReco
 def encode_remote_log_metadata(
     name_or_api_key: str | int, version: int, fields: dict, unknown_tags: dict[int, bytes] | None = None
 ) -> bytes:
-    """Encode a ``__remote_log_metadata`` value as the topic-based RLMM writes it.
-
-    Raises
-    ------
-    ConfigError
-        Unknown record or version, or values that do not fit the schema.
-    """
+    """Encode a ``__remote_log_metadata`` value as the topic-based RLMM writes it (ConfigError if it does not fit)."""
     return encode_framed(schema_for(name_or_api_key, REMOTE_SCHEMAS), version, fields, unknown_tags)
 
 

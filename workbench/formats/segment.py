@@ -31,16 +31,12 @@ _NAME = re.compile(
 
 
 def parse_segment_name(name: str | os.PathLike[str]) -> tuple[int, str] | None:
-    """Offset and kind encoded in a segment-family file name, or ``None``.
+    """Offset and kind encoded in a segment-family file name (directories ignored), or ``None``.
 
-    The kind is the suffix (``log``, ``index``, ``timeindex``, ``txnindex``, ``snapshot``,
-    ``checkpoint``), followed by ``.deleted``/``.cleaned``/``.swap``/``.part`` when the name
-    carries such a marker. The offset is the base offset for segments and indexes, the
-    snapshot offset for ``.snapshot`` files and the (exclusive) end offset for KRaft
-    ``.checkpoint`` snapshots. Directories in ``name`` are ignored.
+    The kind is the suffix plus any ``.deleted``/``.cleaned``/``.swap``/``.part`` marker. The offset is
+    the base offset, the snapshot offset of a ``.snapshot``, or the exclusive end offset of a KRaft
+    ``.checkpoint``.
 
-    Examples
-    --------
     >>> parse_segment_name("00000000000000000042.log")
     (42, 'log')
     >>> parse_segment_name("/data/t-0/00000000000000368769.timeindex.deleted")
@@ -62,8 +58,6 @@ def parse_segment_name(name: str | os.PathLike[str]) -> tuple[int, str] | None:
 def parse_checkpoint_name(name: str | os.PathLike[str]) -> tuple[int, int] | None:
     """End offset and epoch of a KRaft snapshot name ``<endOffset>-<epoch>.checkpoint``.
 
-    Examples
-    --------
     >>> parse_checkpoint_name("00000000000000012345-0000000007.checkpoint")
     (12345, 7)
     >>> parse_checkpoint_name("00000000000000000042.log") is None
@@ -78,8 +72,6 @@ def parse_checkpoint_name(name: str | os.PathLike[str]) -> tuple[int, int] | Non
 def segment_name(offset: int, kind: str = "log", epoch: int | None = None) -> str:
     """The file name Kafka gives a segment-family file.
 
-    Examples
-    --------
     >>> segment_name(42, "index")
     '00000000000000000042.index'
     >>> segment_name(12345, "checkpoint", epoch=7)
@@ -98,14 +90,10 @@ def read_segment(
     start: int = 0,
     end: int | None = None,
 ) -> Iterator[Batch]:
-    """Read the batches of a ``.log`` segment or ``.checkpoint`` snapshot.
+    """Read the batches of a ``.log`` segment or ``.checkpoint`` snapshot (a path, or a binary file object).
 
-    A path is opened (and closed when the iterator ends); a binary file object is read as
-    is, and its ``name`` is used in problems. See
-    :func:`~workbench.formats.batch.read_batches` for damage handling and ``start``/``end``.
+    See :func:`~workbench.formats.batch.read_batches` for damage handling and ``start``/``end``.
 
-    Examples
-    --------
     >>> import io
     >>> from workbench.formats.batch import encode_batch
     >>> [b.base_offset for b in read_segment(io.BytesIO(encode_batch([(3, 0, None, b"x")], base_offset=3)))]

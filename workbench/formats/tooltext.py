@@ -153,11 +153,8 @@ def parse_topics_describe(text: str, path: str = "", problems: ProblemLog | None
 
 def topics_describe_rows(text: str, path: str = "", problems: ProblemLog | None = None) -> list[dict]:
     """One row per partition line, with its topic line's ``topic_id``, ``partition_count``,
-    ``replication_factor`` and ``configs`` (None when the output has no topic line for it,
-    as with ``--under-replicated-partitions``).
+    ``replication_factor`` and ``configs`` (None without a topic line, as with ``--under-replicated-partitions``).
 
-    Examples
-    --------
     >>> rows = topics_describe_rows("\\tTopic: t\\tPartition: 0\\tLeader: none\\tReplicas: 1\\tIsr: \\n")
     >>> rows[0]["leader"], rows[0]["isr"], rows[0]["configs"]
     (-1, [], None)
@@ -320,12 +317,8 @@ def _parse_groups(view: str, text: str, path: str, problems: ProblemLog | None) 
 
 
 def parse_group_offsets(text: str, path: str = "", problems: ProblemLog | None = None) -> list[dict]:
-    """Rows of ``kafka-consumer-groups --describe`` (offsets view; ``--verbose`` adds ``leader_epoch``).
+    """Rows of ``kafka-consumer-groups --describe`` (offsets view; ``--verbose`` adds ``leader_epoch``); ``-`` is None.
 
-    ``-`` cells are None (no member, no committed offset).
-
-    Examples
-    --------
     >>> text = ("\\nGROUP   TOPIC   PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG   CONSUMER-ID  HOST   CLIENT-ID\\n"
     ...         "slow    orders  0          198             525             327   -            -      -\\n")
     >>> row = parse_group_offsets(text)[0]
@@ -338,8 +331,6 @@ def parse_group_offsets(text: str, path: str = "", problems: ProblemLog | None =
 def parse_group_members(text: str, path: str = "", problems: ProblemLog | None = None) -> list[dict]:
     """Rows of ``kafka-consumer-groups --describe --members [--verbose]``, one per member.
 
-    Examples
-    --------
     >>> text = ("GROUP   CONSUMER-ID   HOST         CLIENT-ID   #PARTITIONS     \\n"
     ...         "slow    c-1-abc       /127.0.0.1   c-1         10              \\n")
     >>> row = parse_group_members(text)[0]
@@ -351,11 +342,8 @@ def parse_group_members(text: str, path: str = "", problems: ProblemLog | None =
 
 def parse_group_states(text: str, path: str = "", problems: ProblemLog | None = None) -> list[dict]:
     """Rows of ``kafka-consumer-groups --describe --state [--verbose]``, one per group.
-
     An empty ``ASSIGNMENT-STRATEGY`` (3.x for a group without members) is None.
 
-    Examples
-    --------
     >>> text = ("GROUP   COORDINATOR (ID)          ASSIGNMENT-STRATEGY  STATE   #MEMBERS\\n"
     ...         "slow    127.0.0.1:9092  (2)                            Empty   0\\n")
     >>> row = parse_group_states(text)[0]
@@ -615,8 +603,6 @@ _CAPTURE_NAME = re.compile(r"^(\d{13})-")
 def capture_time_from_name(name: str) -> int | None:
     """Epoch ms at the start of a capture's file name (``1795408283358-kafka-consumer-groups.txt``).
 
-    Examples
-    --------
     >>> capture_time_from_name("1795408283358-kafka-consumer-groups.txt")
     1795408283358
     >>> capture_time_from_name("describe.txt") is None

@@ -75,23 +75,8 @@ def records_with_batches(
 ) -> Iterator[tuple[BatchInfo, Record]]:
     """Every readable record of a file of record batches, in file order, with its batch's header.
 
-    Parameters
-    ----------
-    f : binary file object
-        The segment, opened for reading.
-    path : str
-        File name used in problems.
-    problems : ProblemLog, optional
-        Receives batch-level and record-level problems, in file order.
-    strict : bool
-        Raise :class:`~workbench.errors.CorruptDataError` at the first problem.
-    start, end : int
-        Byte range of batch start positions to read (see :func:`~workbench.formats.batch.read_batches`).
-
-    Yields
-    ------
-    (BatchInfo, Record)
-        One per record; the records of a batch share one :class:`BatchInfo`.
+    Yields ``(BatchInfo, Record)``; a batch's records share one :class:`BatchInfo`. Problems go to
+    ``problems`` in file order; ``start``/``end`` as in :func:`~workbench.formats.batch.read_batches`.
     """
     log = problems if problems is not None else ProblemLog(path, strict=strict)
     for batch in read_batches(f, path, problems=log, strict=strict, start=start, end=end):

@@ -96,13 +96,9 @@ _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
 def topic_of(path: str | os.PathLike[str]) -> str | None:
-    """The topic of a file in a partition directory ``<topic>-<partition>``, else ``None``.
+    """The topic of a file in a partition directory ``<topic>-<partition>`` (``bootstrap.checkpoint``:
+    the metadata topic), else ``None``.
 
-    ``bootstrap.checkpoint`` (the KRaft bootstrap snapshot, beside the partition directories)
-    belongs to the metadata topic.
-
-    Examples
-    --------
     >>> topic_of("/data/__cluster_metadata-0/00000000000000000100-0000000001.checkpoint")
     '__cluster_metadata'
     >>> topic_of("/data/bootstrap.checkpoint"), topic_of("/tmp/x.log")
@@ -117,16 +113,8 @@ def topic_of(path: str | os.PathLike[str]) -> str | None:
 
 def decoder_of_topic(topic: str | None, *, kafka_only: bool = False) -> str:
     """The decoder of a topic (``none`` for a topic with plain payloads, or ``None``).
+    ``kafka_only``: Kafka's dump-tool decoders only (MirrorMaker 2 topics get ``none``).
 
-    Parameters
-    ----------
-    topic : str or None
-        The topic name.
-    kafka_only : bool
-        Only the decoders of Kafka's dump tool (MirrorMaker 2 topics get ``none``).
-
-    Examples
-    --------
     >>> decoder_of_topic("__share_group_state"), decoder_of_topic("A.checkpoints.internal")
     ('share-group-state', 'mm2-checkpoints')
     """
@@ -146,22 +134,9 @@ def decoder_of_topic(topic: str | None, *, kafka_only: bool = False) -> str:
 def decoder_for(path: str | os.PathLike[str], decoder: str = "auto", *, kafka_only: bool = False) -> str:
     """The payload decoder a file needs: ``decoder`` itself, or by its topic when ``auto``.
 
-    Parameters
-    ----------
-    path : path-like
-        A segment or snapshot.
-    decoder : str
-        ``auto`` or one of :data:`DECODERS`.
-    kafka_only : bool
-        With ``auto``, choose among Kafka's dump-tool decoders only.
+    ``kafka_only`` limits ``auto`` to Kafka's dump-tool decoders. Raises :class:`ConfigError` for an
+    unknown decoder name.
 
-    Raises
-    ------
-    ConfigError
-        For an unknown decoder name.
-
-    Examples
-    --------
     >>> decoder_for("x/__transaction_state-3/00000000000000000000.log")
     'transaction-log'
     >>> decoder_for("x/orders-0/00000000000000000000.log", "offsets")

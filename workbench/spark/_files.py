@@ -33,8 +33,6 @@ def manifest_entries(bundle: Bundle, key: str) -> dict[str, dict]:
 def epoch_ms_in_name(name: str) -> int | None:
     """A 13-digit epoch-milliseconds number in a file name (2001-09 to 2286), or None.
 
-    Examples
-    --------
     >>> epoch_ms_in_name("4-1795410208438.prom"), epoch_ms_in_name("broker-4.prom")
     (1795410208438, None)
     """

@@ -62,14 +62,10 @@ SPLIT_BYTES = 128 * 1024 * 1024
 def balanced_cuts(positions: Iterable[int], start: int, size: int, split_bytes: int) -> list[int]:
     """Where to cut the bytes ``start .. size`` of a file into pieces of about equal size, none over ``split_bytes``.
 
-    ``positions`` are the file's known batch positions in order (the only places a cut may go).
-    The pieces are as many as ``split_bytes`` requires and cut at the first batch at or past each
-    equal share, so a file a little over ``split_bytes`` becomes two halves for two executors
-    (not a full piece and a sliver, which left one core idle while the other read almost all).
-    Returns the piece starts, beginning with ``start``.
+    Cuts go only at ``positions`` (the known batch positions, in order), at the first at or past each
+    equal share: a file a little over ``split_bytes`` becomes two halves for two executors, not a full
+    piece and a sliver. Returns the piece starts, beginning with ``start``.
 
-    Examples
-    --------
     >>> balanced_cuts(range(0, 100, 10), 0, 100, 60)
     [0, 50]
     >>> balanced_cuts(range(0, 100, 10), 0, 100, 100)

@@ -75,8 +75,6 @@ _SOURCES = {"segment": "log", "snapshot": "snapshot", "bootstrap": "bootstrap"}
 def is_secret(name: str) -> bool:
     """Whether a setting's value is hidden by default.
 
-    Examples
-    --------
     >>> is_secret("ssl.keystore.password"), is_secret("sasl.jaas.config"), is_secret("min.insync.replicas")
     (True, True, False)
     """
@@ -239,23 +237,10 @@ def build_configs(ctx: BuildContext) -> Built:
 
 
 def static_config(tables: Mapping[str, DataFrame], name: str) -> DataFrame:
-    """The value of one static setting in every node's properties file.
+    """The value of one static setting in every node's properties file: ``node_id, value, path``.
 
-    Parameters
-    ----------
-    tables
-        From :func:`workbench.load`.
-    name
-        The setting (``min.insync.replicas``).
+    A node whose file does not set it has no row (Kafka's default applies).
 
-    Returns
-    -------
-    DataFrame
-        ``node_id int, value string, path string``: one row per properties file that sets it
-        (a node whose file does not set it has no row: Kafka's default applies).
-
-    Examples
-    --------
     >>> static_config(tables, "min.insync.replicas").collect()          # doctest: +SKIP
     [Row(node_id=4, value='2', path='.../nodes/4/config/server.properties'), ...]
     """
@@ -266,18 +251,11 @@ def static_config(tables: Mapping[str, DataFrame], name: str) -> DataFrame:
 
 
 def effective_configs(configs: DataFrame, at: Any = None) -> DataFrame:
-    """The settings in effect (at time ``at``, a timestamp or ISO string; default: the end of the
-    bundle): per cluster, scope, resource and name, the static value, or the last dynamic record (by
-    offset; a record read from a snapshot counts at the snapshot's end offset) unless it deleted
-    the setting.
+    """The settings in effect at ``at`` (timestamp or ISO string; default the end of the bundle).
 
-    Returns
-    -------
-    DataFrame
-        Rows of :data:`CONFIGS_SCHEMA`, one per setting in effect.
+    Per setting: the static value, or the last dynamic record by offset (a snapshot's at its end offset)
+    unless it deleted the setting.
 
-    Examples
-    --------
     >>> effective_configs(tables.configs).where("resource_type = 'topic'").show()   # doctest: +SKIP
     """
     from pyspark.sql import Window

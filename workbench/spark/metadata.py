@@ -74,8 +74,6 @@ SPLIT_BYTES = 32 * 1024 * 1024
 def fields_json(fields: dict) -> str:
     """JSON text of decoded record fields (bytes as base64, like Kafka's tools print them).
 
-    Examples
-    --------
     >>> fields_json({"name": "orders", "blob": b"\\x00\\x01"})
     '{"name":"orders","blob":"AAE="}'
     """

@@ -74,8 +74,6 @@ METRICS_SCHEMA = (
 def mbean_labels(mbean: str) -> dict[str, str]:
     """Key properties of an MBean name (``domain:k=v,...``), with the domain under ``domain``.
 
-    Examples
-    --------
     >>> mbean_labels("kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount")
     {'domain': 'kafka.server', 'type': 'ReplicaManager', 'name': 'UnderMinIsrPartitionCount'}
     """

@@ -101,8 +101,6 @@ _ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 def is_commit_key(key: bytes | None) -> bool:
     """Whether a ``__consumer_offsets`` key is an offset commit's (record type 0 or 1), from its first bytes.
 
-    Examples
-    --------
     >>> is_commit_key(b"\\x00\\x01\\x00\\x01g"), is_commit_key(b"\\x00\\x02\\x00\\x01g"), is_commit_key(None)
     (True, False, False)
     """
@@ -141,8 +139,6 @@ def record_base(partition: FilePartition, info: BatchInfo, record: Record) -> di
 def commit_columns(rec: CoordinatorRecord) -> list[Any]:
     """The columns from ``record_kind`` to ``error`` of a decoded offset commit, in table order.
 
-    Examples
-    --------
     >>> from workbench.formats.coordinator import decode_offsets_record, encode_offsets_record
     >>> rec = decode_offsets_record(*encode_offsets_record(1, {"group": "g", "topic": "t", "partition": 0},
     ...     {"offset": 42, "leaderEpoch": 3, "metadata": "", "commitTimestamp": 1000}))

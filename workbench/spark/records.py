@@ -136,26 +136,9 @@ TABLE = register_table(
 
 def load_records(bundle: Bundle, spark: SparkSession, *, topics: list[str] | None = None, payloads: bool = False,
                  strict: bool = False) -> tuple[DataFrame, DataFrame]:
-    """The ``records`` table of chosen topics' data segments, and the problems met decoding it.
+    """The ``records`` table of chosen topics' data segments (all by default), and its problems.
 
-    Parameters
-    ----------
-    bundle : Bundle
-        From :func:`workbench.open_bundle`.
-    spark : SparkSession
-        From :func:`workbench.session`.
-    topics : list of str, optional
-        Only these topics' segments (all data segments by default).
-    payloads : bool
-        Keep keys, values and header values. By default they are redacted (null) and only their
-        sizes are kept, so that reports built on the table carry no payload.
-    strict : bool
-        Raise at the first unreadable byte instead of recording a problem.
-
-    Returns
-    -------
-    (DataFrame, DataFrame)
-        The records (``RECORDS_SCHEMA``) and their problems (``PROBLEMS_SCHEMA``).
+    Payloads are redacted (null, sizes kept) unless ``payloads``, so reports built on the table carry none.
     """
     from workbench.spark.registry import register_sources
 

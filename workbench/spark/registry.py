@@ -200,8 +200,6 @@ def _discover() -> None:
 def table_specs() -> dict[str, TableSpec]:
     """Every registered table, by name (in name order).
 
-    Examples
-    --------
     >>> {"inventory", "metadata", "batches", "metrics"} <= set(table_specs())
     True
     """
@@ -367,14 +365,11 @@ _COPIES: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
 def parquet_copy(df: DataFrame) -> str | None:
-    """The local directory of the Parquet copy ``df`` is read from, when ``df`` is exactly a
-    table :func:`read_table` wrote as one (else None, also for anything derived from it).
+    """The local directory of the Parquet copy ``df`` is read from, when ``df`` is exactly a table
+    :func:`read_table` wrote as one (else None, also for anything derived from it).
 
-    Its ``*.parquet`` files hold the source's schema, problem rows included (``_problem_kind``
-    not null), one file per input partition of the source; a replay may read them itself
-    (:func:`workbench.analysis.replay.replay_files`) rather than through Spark. The mark belongs to
-    the DataFrame object, as :func:`workbench.analysis.replay.mark_clustered`'s does: a filter or
-    projection of the table is not marked.
+    A replay may read its files (source schema, problem rows included) itself:
+    :func:`workbench.analysis.replay.replay_files`.
     """
     directory = _COPIES.get(df)
     return directory if directory is not None and os.path.isdir(directory) else None
@@ -517,16 +512,9 @@ class Tables(Mapping[str, "DataFrame"]):
     def derive(self, key: str, compute: Callable[[], DataFrame]) -> DataFrame:
         """A result computed from these tables once and kept with them, under ``key``.
 
-        Analyses use it for intermediate results several consumers need (the ISR state intervals
-        feed the findings, the notebook's timeline and the report's summary alike). The result is
-        computed when first asked for and kept as a local checkpoint (memory, then disk): its
-        consumers plan from the kept rows, not from the whole lineage again. A lazily persisted
-        frame is recomputed by every branch of the first query that uses it several times (the
-        tier findings, their inputs left lazy, cost several times the stages and executor time
-        they cost with them checkpointed).
+        Kept as a local checkpoint (memory, then disk), so its consumers plan from the kept rows: a lazily
+        persisted frame would be recomputed by every branch of the first query that uses it several times.
 
-        Examples
-        --------
         >>> states = tables.derive("isr.partition_states", lambda: partition_states(tables.metadata))  # doctest: +SKIP
         """
         from pyspark import StorageLevel
@@ -580,30 +568,10 @@ def forget_all() -> None:
 def load(bundle: Bundle, spark: SparkSession, *, strict: bool = False, **options: Any) -> Tables:
     """The tables of a bundle, built on first use and kept for the life of the session.
 
-    Nothing is read until a table is asked for and evaluated; reading is spread over Spark
-    tasks, one per file (large segments split). Loading the same bundle again with the same
-    options in the same session returns the same :class:`Tables`, so a report that asks for a
-    table in several sections decodes each file once.
+    Loading the same bundle with the same options again returns the same :class:`Tables`, so each file
+    is decoded once. ``options`` are tables' own (``verify_crc=False``: ``batches`` reads headers only,
+    ``crc_valid`` null; ``payloads`` for ``records``); unknown ones are refused.
 
-    Parameters
-    ----------
-    bundle : Bundle
-        From :func:`workbench.open_bundle`.
-    spark : SparkSession
-        From :func:`workbench.session` (the tables' data sources are registered if needed).
-    strict : bool
-        Raise at the first unreadable byte instead of recording a problem.
-    **options
-        Options of particular tables: ``verify_crc`` (``batches``: check every batch's CRC-32C,
-        the default; ``False`` reads headers only and leaves ``crc_valid`` null), ``payloads``
-        (``records``)... Unknown options are refused.
-
-    Returns
-    -------
-    Tables
-
-    Examples
-    --------
     >>> tables = load(open_bundle("bundle/"), spark)                  # doctest: +SKIP
     >>> tables.metadata.groupBy("record_type").count().show()          # doctest: +SKIP
     """

@@ -64,8 +64,6 @@ MAX_TIMESTAMP_MS = TIMESTAMP_RANGE_MS[1]
 def column_names(ddl: str) -> tuple[str, ...]:
     """Column names of a DDL schema string (commas inside ``<...>`` types are not separators).
 
-    Examples
-    --------
     >>> column_names("a int, m map<string,string>, t timestamp")
     ('a', 'm', 't')
     """
@@ -335,11 +333,8 @@ class OutOfRange:
 def ms_to_us(ms: int | None) -> int | OutOfRange | None:
     """One millisecond timestamp as µs for a Spark ``timestamp`` column.
 
-    None and -1 (Kafka's "no timestamp") are null; any other time outside 1970-01-01..2262-04-11
-    is an :class:`OutOfRange` (null and a problem once the row enters the table).
+    None and -1 (Kafka's "no timestamp") are null; a time out of range is an :class:`OutOfRange`.
 
-    Examples
-    --------
     >>> ms_to_us(1_700_000_000_000), ms_to_us(-1), ms_to_us(2**62)
     (1700000000000000, None, OutOfRange(4611686018427387904, 'ms is outside 1970-01-01..2262-04-11'))
     """
