@@ -100,3 +100,41 @@ if quorum_data:
 if quorum_data:
     display(HTML(table_html(quorum_result.cadence.toPandas(), limit=200, empty="No append in the metadata log.")))
     display(HTML(table_html(quorum_result.episodes.toPandas(), limit=200, empty="No node fell behind.")))
+
+# %% [markdown]
+# ## Voter set changes
+#
+# Each KRaft voters control record (Kafka 3.9+, KIP-853) in the log, its snapshots or the bootstrap
+# checkpoint: from when, at which offset and epoch, which node ids voted.
+
+# %%
+if quorum_data:
+    display(HTML(table_html(quorum_result.voters.toPandas(), limit=200,
+                            empty="No voters record in the metadata log (Kafka writes one from 3.9, for a dynamic "
+                                  "quorum): the voters are the static controller.quorum.voters.")))
+
+# %% [markdown]
+# ## Commit and election latency (Kafka's raft-metrics)
+#
+# Kafka's own `commit-latency-avg/max` (from the leader's append until the high watermark passes it;
+# only a leader records it, so a node that has not led lately reports NaN, drawn as a gap) and
+# `election-latency-avg/max` per node, as the bundle's JmxTool or Prometheus exports sampled them: the
+# metadata log holds no latencies.
+
+# %%
+if quorum_data:
+    latencies_pd = quorum_result.latencies.toPandas()
+    if latencies_pd.empty:
+        display(HTML("<p>The bundle exported no raft-metrics: commit and election latency are unknown.</p>"))
+    else:
+        quorum_view.figure_raft_latencies(latencies_pd, start=start, end=end).show()
+
+# %% [markdown]
+# ## Metadata batch sizes
+#
+# Records per metadata batch in 10-second windows: computed from the metadata log (`log`) beside each
+# broker's `MetadataBatchSizes` histogram where it was scraped (a broker's maximum is since it started).
+
+# %%
+if quorum_data:
+    quorum_view.figure_batch_sizes(quorum_result.batch_sizes.toPandas(), start=start, end=end).show()

@@ -1,12 +1,15 @@
-"""The quorum offset divergence figure and its interactive view, driven headlessly on inline frames."""
+"""The quorum views: the offset divergence figure and its interactive view, driven headlessly on
+inline frames; the raft-latency and batch-size figures, drawn from the real quorum scenario's analysis."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from widgets.linking import TimeWindow, view_factories
-from widgets.quorum import QuorumDivergence, figure_quorum_divergence
+from widgets.quorum import QuorumDivergence, figure_batch_sizes, figure_quorum_divergence, figure_raft_latencies
 from workbench.errors import ConfigError
 
 DAY = "2026-11-21 "
@@ -163,3 +166,154 @@ def test_bands_outside_a_new_window_leave_the_page() -> None:
     view.figure._send_relayout_msg = lambda edits, view_id=None: (sent.append(edits), send(edits, view_id))
     window.set(DAY + "03:00:00", DAY + "03:00:30")  # before every band
     assert not view.figure.layout.shapes and {"shapes": []} in sent
+
+
+# ---------------------------------------------------------------------------------------------
+# raft latencies and batch sizes, from the real quorum scenario (Kafka's own gauges and log)
+
+#: The latency columns drawn, the panel (y axis) each is drawn in and its trace label.
+LATENCY_TRACES = {"commit max": ("commit_latency_max_ms", "y"), "commit avg": ("commit_latency_avg_ms", "y"),
+                  "election max": ("election_latency_max_ms", "y2"),
+                  "election avg": ("election_latency_avg_ms", "y2")}
+LATENCY_KEYS = ["node_id", "source", "time"]
+
+
+@pytest.fixture(scope="module")
+def quorum_frames(spark, kafka_bundle):
+    """The latencies and batch sizes of the real quorum scenario's analysis, as the notebook takes them."""
+    import workbench
+    from workbench.analysis import quorum
+
+    tables = workbench.load(workbench.open_bundle(Path(kafka_bundle("quorum"))), spark)
+    result = quorum.analyse(tables)
+    return result.latencies.toPandas(), result.batch_sizes.toPandas()
+
+
+def latencies_drawn(fig) -> pd.DataFrame:
+    """The figure's latency traces back as a frame: one row per node, source and time, a column per
+    drawn statistic (NaN where the trace has a gap or the statistic has no trace)."""
+    parts = []
+    for trace in fig.data:
+        node, source, label = trace.name.split(" · ")
+        column, axis = LATENCY_TRACES[label]
+        assert trace.yaxis == axis, trace.name
+        assert [c[:2] for c in trace.customdata] == [[int(node.removeprefix("node ")), source]] * len(trace.x)
+        assert {c[3] for c in trace.customdata} == {label}
+        parts.append(pd.DataFrame({"node_id": int(node.removeprefix("node ")), "source": source,
+                                   "time": pd.to_datetime(list(trace.x)),
+                                   "column": column, "value": [float("nan") if v is None else v for v in trace.y]}))
+    drawn = pd.concat(parts).pivot(index=LATENCY_KEYS, columns="column", values="value").reset_index()
+    drawn.columns.name = None
+    return drawn
+
+
+@pytest.mark.spark
+def test_latency_traces_are_exactly_kafkas_gauges_per_node_and_source(quorum_frames) -> None:
+    """Every sample of every node and source with a latency is drawn at its time with Kafka's value; a
+    NaN Kafka reported (a follower's commit latency) is a gap in the line; a node and source that never
+    reported a value of a statistic has no trace of it."""
+    latencies, _ = quorum_frames
+    columns = [column for column, _ in LATENCY_TRACES.values()]
+    assert not latencies.empty and latencies["commit_latency_max_ms"].isna().any()
+    fig = figure_raft_latencies(latencies)
+    drawn = latencies_drawn(fig)
+    reported = latencies.groupby(["node_id", "source"])[columns].transform(lambda c: c.notna().any())
+    expected = latencies[reported.any(axis=1)][LATENCY_KEYS + columns].copy()
+    for column in columns:  # a statistic a node and source never reported is not drawn at all
+        expected.loc[~reported.loc[expected.index, column], column] = float("nan")
+    expected = expected[LATENCY_KEYS + sorted(drawn.columns.difference(LATENCY_KEYS))]
+    assert set(drawn.columns) == set(LATENCY_KEYS + columns)
+    pd.testing.assert_frame_equal(
+        drawn.sort_values(LATENCY_KEYS).reset_index(drop=True),
+        expected.astype({"node_id": "int64"}).sort_values(LATENCY_KEYS).reset_index(drop=True),
+        check_dtype=False)
+    names = [t.name for t in fig.data]
+    assert len(names) == len(set(names))
+    assert any(None in t.y and set(t.y) != {None} for t in fig.data)  # a series with values and Kafka's NaNs
+    assert [p.text for p in fig.layout.annotations] == ["commit latency (ms)", "election latency (ms)"]
+
+
+@pytest.mark.spark
+def test_latency_window_keeps_the_samples_around_it(quorum_frames) -> None:
+    latencies, _ = quorum_frames
+    times = latencies["time"].sort_values().reset_index(drop=True)
+    lo, hi = times.iloc[len(times) // 3], times.iloc[len(times) // 2]
+    fig = figure_raft_latencies(latencies, start=lo, end=hi)
+    assert [pd.Timestamp(t) for t in fig.layout.xaxis.range] == [lo, hi]
+    for trace in fig.data:
+        node, source, _ = trace.name.split(" · ")
+        series = latencies[(latencies["node_id"] == int(node.removeprefix("node "))) & (latencies["source"] == source)]
+        before, after = series[series["time"] <= lo]["time"].max(), series[series["time"] >= hi]["time"].min()
+        keep = pd.Series(True, index=series.index)
+        if pd.notna(before):
+            keep &= series["time"] >= before
+        if pd.notna(after):
+            keep &= series["time"] <= after
+        inside = series[keep]
+        assert list(pd.to_datetime(list(trace.x))) == list(inside["time"]), trace.name
+
+
+def batches_drawn(fig) -> pd.DataFrame:
+    """The batch-size traces back as a frame: one row per window and source, records average and maximum."""
+    panels = {"y": "records_avg", "y2": "records_max"}
+    parts = []
+    for trace in fig.data:
+        source, node = ("log", float("nan")) if trace.name == "log" else (
+            trace.name.split(" · ")[1], float(trace.name.split(" · ")[0].removeprefix("node ")))
+        parts.append(pd.DataFrame({"window_start": pd.to_datetime(list(trace.x)), "source": source, "node_id": node,
+                                   "column": panels[trace.yaxis],
+                                   "value": [float("nan") if v is None else v for v in trace.y]}))
+    keys = ["window_start", "source", "node_id"]
+    drawn = (pd.concat(parts).pivot_table(index=keys, columns="column", values="value", dropna=False)
+             .reset_index())
+    drawn.columns.name = None
+    return drawn
+
+
+@pytest.mark.spark
+def test_batch_size_traces_are_the_frames_windows_one_per_source(quorum_frames) -> None:
+    _, sizes = quorum_frames
+    assert not sizes.empty
+    fig = figure_batch_sizes(sizes)
+    sources = sizes[["source", "node_id"]].drop_duplicates()
+    assert [t.yaxis for t in fig.data] == ["y"] * len(sources) + ["y2"] * len(sources)
+    assert [t.name for t in fig.data if t.showlegend] == [t.name for t in fig.data if t.yaxis == "y"]
+    keys = ["window_start", "source", "node_id"]
+    pd.testing.assert_frame_equal(
+        batches_drawn(fig).sort_values(keys, na_position="first").reset_index(drop=True),
+        sizes[keys + ["records_avg", "records_max"]].astype({"node_id": "float64"})
+        .sort_values(keys, na_position="first").reset_index(drop=True), check_dtype=False)
+    first = fig.data[0].customdata[0]
+    row = sizes.sort_values(keys, na_position="first").iloc[0]
+    assert first[3] == str(int(row["batches"]))
+
+
+def test_batch_sizes_put_the_log_first_and_each_broker_beside_it() -> None:
+    """The real scenario's brokers export no MetadataBatchSizes histogram: an inline frame shows a
+    broker's report named by node and format, after the log's line."""
+    starts = pd.to_datetime([DAY + "03:12:00", DAY + "03:12:10"])
+    sizes = pd.DataFrame({"window_start": list(starts) * 2, "window_end": list(starts + pd.Timedelta(seconds=10)) * 2,
+                          "source": ["prometheus_text"] * 2 + ["log"] * 2, "node_id": [4, 4, None, None],
+                          "batches": [5, 0, 5, 2], "records_avg": [2.0, None, 2.0, 1.5],
+                          "records_max": [9.0, 9.0, 3.0, 2.0]})
+    fig = figure_batch_sizes(sizes)
+    assert [t.name for t in fig.data] == ["log", "node 4 · prometheus_text"] * 2
+    assert [list(t.y) for t in fig.data] == [[2.0, 1.5], [2.0, None], [3.0, 2.0], [9.0, 9.0]]
+    assert list(fig.data[1].customdata[1]) == ["node 4 · prometheus_text", DAY + "03:12:10", DAY + "03:12:20", "0",
+                                               "n/a", "9"]
+    fig = figure_batch_sizes(sizes, start=DAY + "03:12:12", end=DAY + "03:12:15")
+    assert [list(t.x) for t in fig.data] == [[DAY + "03:12:10.000"]] * 4
+
+
+@pytest.mark.spark
+def test_empty_latencies_and_batch_sizes_say_so(quorum_frames) -> None:
+    latencies, sizes = quorum_frames
+    fig = figure_raft_latencies(latencies.iloc[0:0])
+    assert not fig.data and "exported no raft-metrics" in fig.layout.annotations[0].text
+    unreported = latencies.assign(**{column: float("nan") for column, _ in LATENCY_TRACES.values()})
+    fig = figure_raft_latencies(unreported)
+    assert not fig.data and "reported no commit or election latency" in fig.layout.annotations[0].text
+    fig = figure_batch_sizes(sizes.iloc[0:0])
+    assert not fig.data and "No metadata batch" in fig.layout.annotations[0].text
+    with pytest.raises(ConfigError, match="commit_latency_max_ms"):
+        figure_raft_latencies(latencies.drop(columns=["commit_latency_max_ms"]))

@@ -1,4 +1,4 @@
-"""Quorum offset divergence view (KIP-835): per-node offset and time lag, stalls, epochs, fencing.
+"""Quorum views (KIP-835): per-node offset and time lag, stalls, epochs, fencing; raft latencies, batch sizes.
 
 Inputs are the small pandas frames of :mod:`workbench.analysis.quorum` (``toPandas`` of its
 outputs), never raw records:
@@ -8,10 +8,15 @@ outputs), never raw records:
   time_lag_ms`` ...);
 * ``stalls`` — :func:`workbench.analysis.quorum.stalls`: one row per commit stall;
 * ``timeline`` — :func:`workbench.analysis.quorum.leader_timeline`: one row per leader epoch;
-* ``fences`` — :func:`workbench.analysis.quorum.fence_events`: one row per fence/unfence event.
+* ``fences`` — :func:`workbench.analysis.quorum.fence_events`: one row per fence/unfence event;
+* ``latencies`` — :func:`workbench.analysis.quorum.raft_latencies`: one row per node, export file
+  and sample of Kafka's ``raft-metrics`` (:func:`figure_raft_latencies`);
+* ``batch_sizes`` — :func:`workbench.analysis.quorum.batch_sizes`: one row per window and source
+  of records per metadata batch (:func:`figure_batch_sizes`).
 
 The pure :func:`figure_quorum_divergence` serves the static report and the interactive
-:class:`QuorumDivergence`. Strings from the data go through :func:`plotly_text`.
+:class:`QuorumDivergence`; the latency and batch-size figures are static in both. Strings from the
+data go through :func:`plotly_text`.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from widgets._frames import (
 )
 from widgets.linking import FollowsWindow, TimeWindow, register_view, slider_options, window_text
 
-__all__ = ["QuorumDivergence", "figure_quorum_divergence"]
+__all__ = ["QuorumDivergence", "figure_batch_sizes", "figure_quorum_divergence", "figure_raft_latencies"]
 
 OFFSET_COLUMNS: tuple[str, ...] = ("node_id", "time", "source", "kind", "offset", "leader_offset", "offset_lag",
                                    "time_lag_ms")
@@ -206,6 +211,181 @@ def figure_quorum_divergence(
     fig.update_yaxes(rangemode="tozero")
     if lo is not None or hi is not None:
         fig.update_xaxes(range=[format_time(left), format_time(right)], autorange=False)
+    return fig
+
+
+#: Columns :func:`figure_raft_latencies` reads (``raft_latencies(...).toPandas()``).
+LATENCY_COLUMNS: tuple[str, ...] = ("node_id", "source", "time", "commit_latency_avg_ms", "commit_latency_max_ms",
+                                    "election_latency_avg_ms", "election_latency_max_ms")
+#: Panels of :func:`figure_raft_latencies`: title and the (column, label) pairs drawn in it.
+LATENCY_PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("commit latency (ms)", (("commit_latency_max_ms", "commit max"), ("commit_latency_avg_ms", "commit avg"))),
+    ("election latency (ms)", (("election_latency_max_ms", "election max"),
+                               ("election_latency_avg_ms", "election avg"))),
+)
+#: Columns :func:`figure_batch_sizes` reads (``batch_sizes(...).toPandas()``).
+BATCH_COLUMNS: tuple[str, ...] = ("window_start", "window_end", "source", "node_id", "batches", "records_avg",
+                                  "records_max")
+_SOURCE_SYMBOLS = {"jmxtool": "circle", "prometheus_text": "diamond", "prometheus_json": "square"}
+_LATENCY_HOVER = ("<b>node %{customdata[0]}</b> (%{customdata[1]})<br>%{customdata[2]}<br>"
+                  "%{customdata[3]} %{y:.1f} ms<extra></extra>")
+_BATCH_HOVER = ("<b>%{customdata[0]}</b><br>%{customdata[1]} to %{customdata[2]}<br>%{customdata[3]} batches<br>"
+                "records per batch: avg %{customdata[4]} · max %{customdata[5]}<extra></extra>")
+
+
+def _number(value: Any, digits: int = 2) -> str:
+    return "n/a" if value is None or pd.isna(value) else f"{float(value):.{digits}f}".rstrip("0").rstrip(".")
+
+
+def _y(values: pd.Series) -> list[float | None]:
+    """Plotted values: a NaN (Kafka's own, e.g. a follower's commit latency) is a gap, never a zero."""
+    return [None if pd.isna(v) else float(v) for v in values]
+
+
+def figure_raft_latencies(latencies: pd.DataFrame, *, start: TimeLike = None, end: TimeLike = None) -> go.Figure:
+    """Kafka's own commit latency (top) and election latency (bottom) per node, as scraped.
+
+    The metadata log holds no latencies: these are the ``raft-metrics`` gauges the nodes exported.
+    A NaN is drawn as a gap (Kafka reports NaN, e.g. a follower's commit latency); a series
+    without any value is left out.
+
+    Parameters
+    ----------
+    latencies : pandas.DataFrame
+        ``raft_latencies(...).toPandas()`` (:data:`LATENCY_COLUMNS`).
+    start, end : str, datetime or Timestamp, optional
+        Time window (UTC when naive): sets the x range and keeps, per node and source, the rows
+        inside it plus the one before and the one after it.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Per panel, one line per (node, source) and statistic (max solid, avg dotted; colour per
+        node, marker per source), named ``node <id> · <source> · <statistic>``.
+
+    Examples
+    --------
+    >>> lat = pd.DataFrame({"node_id": [1, 1], "source": "jmxtool",
+    ...     "time": pd.to_datetime(["2026-01-01 03:00:00", "2026-01-01 03:00:01"]),
+    ...     "commit_latency_avg_ms": [4.0, 5.0], "commit_latency_max_ms": [9.0, float("nan")],
+    ...     "election_latency_avg_ms": float("nan"), "election_latency_max_ms": float("nan")})
+    >>> fig = figure_raft_latencies(lat)
+    >>> [t.name for t in fig.data], list(fig.data[0].y)
+    (['node 1 · jmxtool · commit max', 'node 1 · jmxtool · commit avg'], [9.0, None])
+    """
+    require_columns(latencies, LATENCY_COLUMNS, "raft latencies frame")
+    title = "Commit and election latency per node (Kafka's raft-metrics)"
+    frame = latencies[latencies["node_id"].notna()].copy()
+    frame["time"] = utc_naive(frame["time"])
+    frame = frame.sort_values(["node_id", "source", "time"], kind="stable")
+    lo, hi = time_window(start, end)
+    frame = _around(frame, lo, hi)
+    if frame.empty:
+        return empty_figure(title, "The bundle exported no raft-metrics for this window (commit and election "
+                                   "latency are Kafka's own gauges; the metadata log holds none).")
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=[panel for panel, _ in LATENCY_PANELS])
+    palette = plotly.colors.qualitative.Plotly
+    node_ids = sorted({int(n) for n in frame["node_id"]})
+    color = {n: palette[i % len(palette)] for i, n in enumerate(node_ids)}
+    groups = list(frame.groupby(["node_id", "source"], sort=True))
+    for row, (_, columns) in enumerate(LATENCY_PANELS, start=1):
+        for column, label in columns:
+            for (node, source), part in groups:
+                if part[column].isna().all():
+                    continue
+                times = [format_time(t) for t in part["time"]]
+                custom = [[int(node), plotly_text(str(source)), short_time(t), label] for t in part["time"]]
+                fig.add_trace(go.Scatter(
+                    name=f"node {int(node)} · {plotly_text(str(source))} · {label}", x=times, y=_y(part[column]),
+                    mode="lines+markers", customdata=custom, hovertemplate=_LATENCY_HOVER,
+                    line={"color": color[int(node)], "dash": "solid" if label.endswith("max") else "dot"},
+                    marker={"size": 5, "symbol": _SOURCE_SYMBOLS.get(str(source), "circle")}), row=row, col=1)
+    if not fig.data:
+        return empty_figure(title, "Kafka reported no commit or election latency (NaN or absent on every node "
+                                   "and sample of the window).")
+    fig.update_layout(title=title, height=560, margin={"l": 10, "r": 10, "t": 70, "b": 40},
+                      legend={"title": {"text": "node · source · statistic"}}, hovermode="closest")
+    fig.update_xaxes(type="date")
+    fig.update_xaxes(title_text="time (UTC)", row=2, col=1)
+    fig.update_yaxes(rangemode="tozero")
+    return _framed(fig, lo, hi, frame["time"].min(), frame["time"].max())
+
+
+def figure_batch_sizes(batch_sizes: pd.DataFrame, *, start: TimeLike = None, end: TimeLike = None) -> go.Figure:
+    """Records per metadata batch per window: the log's own figure beside each broker's report.
+
+    Both panels (average on top, maximum below) share the time axis, so a window where a
+    broker's ``MetadataBatchSizes`` histogram and the log disagree stands out. A broker's maximum
+    is its histogram's, kept since the broker started, not the window's.
+
+    Parameters
+    ----------
+    batch_sizes : pandas.DataFrame
+        ``batch_sizes(...).toPandas()`` (:data:`BATCH_COLUMNS`): source ``log`` (no node) or an
+        export format with the reporting ``node_id``.
+    start, end : str, datetime or Timestamp, optional
+        Time window (UTC when naive): the windows overlapping it, and the x range.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Per panel, one line per source (``log``, then ``node <id> · <format>``), a point per window
+        at its start.
+
+    Examples
+    --------
+    >>> sizes = pd.DataFrame({"window_start": pd.to_datetime(["2026-01-01 03:00:00", "2026-01-01 03:00:10"]),
+    ...     "window_end": pd.to_datetime(["2026-01-01 03:00:10", "2026-01-01 03:00:20"]), "source": "log",
+    ...     "node_id": None, "batches": [20, 3], "records_avg": [1.0, 2.5], "records_max": [1.0, 4.0]})
+    >>> fig = figure_batch_sizes(sizes)
+    >>> [t.name for t in fig.data], list(fig.data[0].y), list(fig.data[1].y)
+    (['log', 'log'], [1.0, 2.5], [1.0, 4.0])
+    """
+    require_columns(batch_sizes, BATCH_COLUMNS, "batch sizes frame")
+    title = "Records per metadata batch: the log's figure and the brokers' reports"
+    frame = batch_sizes.copy()
+    frame["window_start"] = utc_naive(frame["window_start"])
+    frame["window_end"] = utc_naive(frame["window_end"])
+    lo, hi = time_window(start, end)
+    if lo is not None:
+        frame = frame[frame["window_end"] > lo]
+    if hi is not None:
+        frame = frame[frame["window_start"] <= hi]
+    if frame.empty:
+        return empty_figure(title, "No metadata batch in the log and no broker's MetadataBatchSizes for this "
+                                   "window.")
+    frame["_scraped"] = frame["source"].astype(str) != "log"  # the log's line first
+    frame = frame.sort_values(["_scraped", "node_id", "source", "window_start"], kind="stable", na_position="first")
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=("records per batch, average", "records per batch, maximum"))
+    palette = plotly.colors.qualitative.Plotly
+    groups = list(frame.groupby(["_scraped", "node_id", "source"], sort=False, dropna=False))
+    for row, column in ((1, "records_avg"), (2, "records_max")):
+        for i, ((scraped, node, source), part) in enumerate(groups):
+            name = f"node {id_text(node)} · {plotly_text(str(source))}" if scraped else "log"
+            custom = [[name, short_time(r.window_start), short_time(r.window_end), id_text(r.batches, "n/a"),
+                       _number(r.records_avg), _number(r.records_max)] for r in part.itertuples(index=False)]
+            fig.add_trace(go.Scatter(
+                name=name, x=[format_time(t) for t in part["window_start"]], y=_y(part[column]),
+                mode="lines+markers", customdata=custom, hovertemplate=_BATCH_HOVER,
+                line={"color": palette[i % len(palette)] if scraped else "#222", "dash": "dot" if scraped else "solid"},
+                marker={"size": 6 if scraped else 5}, legendgroup=name, showlegend=row == 1), row=row, col=1)
+    fig.update_layout(title=title, height=520, margin={"l": 10, "r": 10, "t": 70, "b": 40},
+                      legend={"title": {"text": "source"}}, hovermode="closest")
+    fig.update_xaxes(type="date")
+    fig.update_xaxes(title_text="window start (UTC)", row=2, col=1)
+    fig.update_yaxes(rangemode="tozero")
+    return _framed(fig, lo, hi, frame["window_start"].min(), frame["window_end"].max())
+
+
+def _framed(fig: go.Figure, lo: pd.Timestamp | None, hi: pd.Timestamp | None, first: pd.Timestamp,
+            last: pd.Timestamp) -> go.Figure:
+    """``fig`` with its time axes set to the window, its open side at the data's ``first``/``last``."""
+    if lo is not None or hi is not None:
+        fig.update_xaxes(range=[format_time(lo if lo is not None else first), format_time(hi if hi is not None
+                                                                                             else last)],
+                         autorange=False)
     return fig
 
 

@@ -371,3 +371,56 @@ def test_the_metadata_logs_batches_are_read_from_its_own_files(spark, kafka_bund
     assertDataFrameEqual(got, want)
     assert got.count() > 0
     tables.unpersist()
+
+
+#: Kafka's raft-metrics as the JMX exporter names them in its text exposition, by the column of
+#: ``raft_latencies`` each is expected in (written from Kafka's metric names, not from the code).
+RAFT_EXPORTED = {
+    "kafka_server_raft_metrics_commit_latency_avg": "commit_latency_avg_ms",
+    "kafka_server_raft_metrics_commit_latency_max": "commit_latency_max_ms",
+    "kafka_server_raft_metrics_election_latency_avg": "election_latency_avg_ms",
+    "kafka_server_raft_metrics_election_latency_max": "election_latency_max_ms",
+    "kafka_server_raft_metrics_append_records_rate": "append_records_rate",
+    "kafka_server_raft_metrics_fetch_records_rate": "fetch_records_rate",
+    "kafka_server_raft_metrics_current_epoch": "current_epoch",
+    "kafka_server_raft_metrics_current_leader": "current_leader",
+    "kafka_server_raft_metrics_high_watermark": "high_watermark",
+    "kafka_server_raft_metrics_log_end_offset": "log_end_offset",
+}
+
+
+def raft_gauges_of_prometheus_files(metrics_dir: Path) -> pd.DataFrame:
+    """One row per ``metrics/<node>-<epoch ms>.prom`` scrape with a raft-metrics gauge, read with
+    prometheus_client's own parser: the node and scrape time are the file name's (the exporter
+    writes no sample timestamps; a sample's own one would win)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    rows = []
+    for path in sorted(metrics_dir.glob("*.prom")):
+        node, stamp = path.stem.split("-")
+        row: dict = {}
+        for family in text_string_to_metric_families(path.read_text()):
+            for sample in family.samples:
+                if sample.name in RAFT_EXPORTED:
+                    assert RAFT_EXPORTED[sample.name] not in row, (path, sample.name)  # one sample each
+                    row[RAFT_EXPORTED[sample.name]] = sample.value
+                    if sample.timestamp is not None:
+                        stamp = int(float(sample.timestamp) * 1000)
+        if row:
+            rows.append({"node_id": int(node), "time": pd.Timestamp(int(stamp), unit="ms"), **row})
+    return pd.DataFrame(rows, columns=["node_id", "time", *RAFT_EXPORTED.values()])
+
+
+@pytest.mark.parametrize("version", built_on("quorum"))
+def test_raft_latencies_are_the_gauges_of_every_prometheus_scrape(spark, kafka_bundle, version):
+    """Every scrape's commit and election latency, rates, epoch, leader, high watermark and log end,
+    per node and time, exactly as the exporter wrote them (NaN included: a follower's commit latency)."""
+    path = Path(kafka_bundle("quorum", version))
+    want = raft_gauges_of_prometheus_files(path / "metrics")
+    assert not want.empty and want["commit_latency_max_ms"].isna().any() and want["commit_latency_max_ms"].notna().any()
+    assert want["current_leader"].nunique() > 1  # the leader's pause is in the scrapes
+    tables = workbench.load(workbench.open_bundle(path), spark)
+    got = quorum.raft_latencies(tables.metrics).where("source = 'prometheus_text'").drop("source").toPandas()
+    keys = ["node_id", "time"]
+    pd.testing.assert_frame_equal(got.sort_values(keys).reset_index(drop=True),
+                                  want.sort_values(keys).reset_index(drop=True), check_dtype=False)
