@@ -112,6 +112,45 @@ def test_timeline_bars_are_exactly_the_intervals() -> None:
     assert fig.layout.xaxis.range is None
 
 
+def test_a_final_state_beginning_at_the_last_record_is_drawn_as_a_marker() -> None:
+    # every broker stopped within one millisecond at the log's end: the last change of each partition
+    # opens a final state of zero length, which a bar cannot show
+    rows = [
+        ("orders", 0, "healthy", "03:00:00", "03:20:00", 3, [3, 1], [3, 1], None, 1),
+        ("orders", 0, "offline", "03:20:00", "03:20:00", -1, [1], [3, 1], None, 1),
+        ("orders", 1, "healthy", "03:00:00", "03:20:00", 1, [1, 3], [1, 3], None, 1),
+        ("orders", 1, "under_replicated", "03:20:00", "03:20:00", 1, [1], [1, 3], None, 1),
+    ]
+    fig = figure_isr_timeline(states_frame(rows))
+
+    markers = [(tr.name, list(tr.y), list(tr.x), [c[2] for c in tr.customdata]) for tr in fig.data
+               if tr.type == "scatter"]
+    assert markers == [
+        ("offline (brief)", ["orders-0"], [t("03:20:00")], ["offline"]),
+        ("under-replicated (brief)", ["orders-1"], [t("03:20:00")], ["under-replicated"]),
+    ]
+    by_name = {tr.name: tr for tr in fig.data}
+    assert by_name["offline (brief)"].marker.color == by_name["offline"].marker.color
+    assert by_name["offline (brief)"].legendgroup == "offline" and not by_name["offline (brief)"].showlegend
+    # the bars stay exactly the intervals, the zero-length ones included
+    assert bars(go.Figure([tr for tr in fig.data if tr.type == "bar"]))["offline"] == [
+        ("orders-0", t("03:20:00"), 0.0)]
+
+
+def test_a_state_too_brief_to_see_in_the_window_gets_a_marker_and_a_long_one_none() -> None:
+    rows = [
+        ("orders", 0, "healthy", "03:00:00", "03:10:00", 3, [3, 1], [3, 1], None, 1),
+        ("orders", 0, "offline", "03:10:00", "03:10:01", -1, [], [3, 1], None, 1),
+        ("orders", 0, "healthy", "03:10:01", "05:00:00", 3, [3, 1], [3, 1], None, 1),
+    ]
+    whole = figure_isr_timeline(states_frame(rows))  # one second of two hours: under a pixel
+    assert [(tr.name, list(tr.x)) for tr in whole.data if tr.type == "scatter"] == [
+        ("offline (brief)", [t("03:10:00")])]
+
+    zoomed = figure_isr_timeline(states_frame(rows), start=DAY + "03:09:50", end=DAY + "03:10:10")
+    assert [tr.name for tr in zoomed.data] == ["offline", "healthy"]
+
+
 def test_timeline_hover_shows_leader_isr_replicas_elr_and_min_isr() -> None:
     fig = figure_isr_timeline(states_frame())
     by_name = {trace.name: trace for trace in fig.data}

@@ -100,6 +100,11 @@ _HOVER = (
 
 _MAX_SLIDER_STEPS = 400
 
+#: An interval shorter than this share of the shown time span would draw as a bar narrower than
+#: a pixel or two (a state that held for milliseconds, or a final state beginning at the log's
+#: last record): it is also drawn as a marker at its start so that no state is invisible.
+BRIEF_SHARE = 1 / 300
+
 
 def partition_label(topic: str, partition: int) -> str:
     """Row label of a topic-partition, HTML-escaped for plotly (``topic-partition``).
@@ -213,7 +218,9 @@ def figure_isr_timeline(
     plotly.graph_objects.Figure
         One horizontal ``Bar`` trace per state present (in :data:`STATES` order): ``base`` is the
         interval start, ``x`` its duration in milliseconds, ``y`` the partition label; hover shows
-        leader, ISR, replicas, ELR and min ISR.
+        leader, ISR, replicas, ELR and min ISR. Intervals too brief to see as a bar
+        (:data:`BRIEF_SHARE`) are also drawn by a ``Scatter`` trace of markers at their start,
+        named ``"<state> (brief)"``, right after their state's bars.
 
     Examples
     --------
@@ -260,6 +267,9 @@ def figure_isr_timeline(
     frame = frame.sort_values(["topic", "partition", "start"], kind="stable")
     rows = list(dict.fromkeys(partition_label(t, p) for t, p in zip(frame["topic"], frame["partition"], strict=True)))
     has_elr = "elr" in frame.columns
+    left = lo if lo is not None else frame["start"].min()
+    right = hi if hi is not None else frame["end"].max()
+    brief_ms = max((right - left).total_seconds() * 1000.0 * BRIEF_SHARE, 0.0)
 
     fig = go.Figure()
     for state in STATES:
@@ -283,11 +293,12 @@ def figure_isr_timeline(
             ]
             for row, dur in zip(part.itertuples(index=False), duration_ms, strict=True)
         ]
+        labels = [partition_label(t, p) for t, p in zip(part["topic"], part["partition"], strict=True)]
         fig.add_trace(
             go.Bar(
                 name=STATE_LABELS[state],
                 orientation="h",
-                y=[partition_label(t, p) for t, p in zip(part["topic"], part["partition"], strict=True)],
+                y=labels,
                 base=[format_time(s) for s in part["start"]],
                 x=[float(d) for d in duration_ms],
                 customdata=customdata,
@@ -296,6 +307,22 @@ def figure_isr_timeline(
                 legendgroup=state,
             )
         )
+        brief = np.flatnonzero(duration_ms < brief_ms)
+        if brief.size:
+            fig.add_trace(
+                go.Scatter(
+                    name=f"{STATE_LABELS[state]} (brief)",
+                    mode="markers",
+                    y=[labels[i] for i in brief],
+                    x=[format_time(part["start"].iloc[i]) for i in brief],
+                    customdata=[customdata[i] for i in brief],
+                    hovertemplate=_HOVER,
+                    marker={"color": STATE_COLORS[state], "symbol": "diamond", "size": 9,
+                            "line": {"width": 1, "color": "#555555"}},
+                    legendgroup=state,
+                    showlegend=False,
+                )
+            )
 
     fig.update_layout(
         title=title,
@@ -316,8 +343,6 @@ def figure_isr_timeline(
         },
     )
     if lo is not None or hi is not None:
-        left = lo if lo is not None else frame["start"].min()
-        right = hi if hi is not None else frame["end"].max()
         fig.update_xaxes(range=[format_time(left), format_time(right)], autorange=False)
     return fig
 
@@ -593,7 +618,7 @@ class IsrTimeline(FollowsWindow, ipw.VBox):
         timeline, counts = self.figures()
         for widget, figure in ((self.timeline, timeline), (self.counts_figure, counts)):
             redraw(widget, figure)
-        shown = sum(len(trace.x) for trace in timeline.data)
+        shown = sum(len(trace.x) for trace in timeline.data if trace.type == "bar")
         rows = len(timeline.layout.yaxis.categoryarray or ())
         self.status.value = f"{shown} interval(s) on {rows} partition(s) shown, {window_text(*self.window())}"
 
