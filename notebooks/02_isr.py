@@ -108,3 +108,18 @@ if isr_data and inv.report:
 if isr_data:
     notable_pd = isr_analysis.notable_partitions(isr_analysis.partition_summary(states)).toPandas()
     display(HTML(table_html(notable_pd, limit=200, empty="Every partition stayed healthy.")))
+
+# %% [markdown]
+# ## State at the end of the log
+#
+# Each partition's last state, as Kafka's metadata image holds it when the log ends (a state that
+# began at the log's last record is listed here although it has no length on the timeline): the
+# partitions not healthy, least healthy first.
+
+# %%
+if isr_data:
+    final = isr_analysis.final_states(states)
+    counts_at_end = isr_analysis.final_state_counts(final).toPandas()
+    display(HTML(table_html(counts_at_end, empty="No partition in the metadata log.")))
+    display(HTML(table_html(final.where("state != 'healthy'").limit(200).toPandas(), limit=200,
+                            empty="Every partition was healthy at the end of the log.")))

@@ -30,7 +30,7 @@ from peer.metrics import JmxSampler
 from peer.process import Managed, spawn
 
 #: Scenarios of the newest pinned release, in build order.
-PINNED_SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2", "mm2_partial")
+PINNED_SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2", "mm2_partial", "restarts")
 #: Scenarios of the older pinned release (3.9, the last 3.x): the metadata log, ISR, quorum and
 #: consumer-offset formats and tool texts of the 3.x line. MirrorMaker 2 and tiered storage run the
 #: same code on both releases and their builds are the longest (each 300-400 s on a loaded 2-core

@@ -156,6 +156,39 @@ def metadata_payloads(path: Path) -> list[tuple[int, dict]]:
     return best
 
 
+def test_each_partitions_final_state_is_what_kafkas_dump_leaves(analysed):
+    """Every partition's last leader and ISR, as Kafka's own dump of the metadata log leaves them
+    (records applied in log order; a change record's leader -2 and absent ISR mean unchanged)."""
+    path, _manifest, states, _counts, tables = analysed
+    final: dict[tuple[str, int], tuple[int, list[int]]] = {}
+    for _t, p in metadata_payloads(path):
+        data = p["data"]
+        key = (data.get("topicId"), data.get("partitionId"))
+        if p["type"] == "PARTITION_RECORD":
+            final[key] = (data["leader"], sorted(data["isr"]))
+        elif p["type"] == "PARTITION_CHANGE_RECORD" and key in final:
+            leader, isr_ids = final[key]
+            if data.get("leader", -2) != -2:
+                leader = data["leader"]
+            if data.get("isr") is not None:
+                isr_ids = sorted(data["isr"])
+            final[key] = (leader, isr_ids)
+        elif p["type"] == "REMOVE_TOPIC_RECORD":
+            final = {k: v for k, v in final.items() if k[0] != data["topicId"]}
+    got = isr.final_states(isr.partition_states(tables.metadata)).toPandas()
+    assert {(r.topic_id, r.partition): (r.leader, sorted(r.isr)) for r in got.itertuples()} == final
+    assert len(got) == len(final) > 0
+    # each final state is the partition's last interval, which ends where the log ends
+    last = states.sort_values(["start", "start_offset"]).groupby(["topic_id", "partition"]).tail(1)
+    assert sorted(zip(got.topic_id, got.partition, got.state, got.since, strict=True)) == sorted(
+        zip(last.topic_id, last.partition, last.state, last.start, strict=True))
+    order = [isr.STATES.index(s) for s in got.state]
+    assert order == sorted(order)
+    counts = isr.final_state_counts(isr.final_states(isr.partition_states(tables.metadata))).toPandas()
+    assert list(counts.itertuples(index=False, name=None)) == [
+        (s, int((got.state == s).sum())) for s in isr.STATES if (got.state == s).any()]
+
+
 def test_the_clean_stop_at_the_end_is_one_info_finding(analysed):
     """The scenario stops its cluster cleanly: Kafka writes each broker's controlled shutdown, then
     leaves partitions leaderless. That stop is one ``cluster_stopped`` finding naming every broker,

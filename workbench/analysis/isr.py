@@ -26,13 +26,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from workbench.analysis._checks import require_columns
-from workbench.analysis.metadata_log import ordered_records
+from workbench.analysis.metadata_log import STOP_LEAD_MS, broker_state_step, ordered_records, restarts_for
 from workbench.params import parse_window
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 MIN_ISR_CONFIG = "min.insync.replicas"
 TOPIC_RESOURCE = 2
@@ -775,6 +775,47 @@ def notable_partitions(summary: DataFrame) -> DataFrame:
             .orderBy(*[F.col(c).desc() for c in _SUMMARY_SECONDS], F.col("isr_shrinks").desc(), "topic", "partition"))
 
 
+def final_states(states: DataFrame) -> DataFrame:
+    """Each partition's state at the end of the log: its last interval, least healthy first.
+
+    What Kafka's metadata image holds for the partition when the log ends (a final state may begin
+    at the last record and last no time, e.g. when every broker stopped at once). Partitions of
+    deleted topics have none.
+
+    Returns
+    -------
+    DataFrame
+        ``cluster_id, topic, topic_id, partition, state, since, leader, isr, replicas, elr,
+        min_isr``; ordered by :data:`STATES` severity, then topic and partition.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    require_columns(states, ("cluster_id", "topic", "topic_id", "partition", "start", "start_offset", "state",
+                             "leader", "isr", "replicas", "elr", "min_isr", "end_reason"), "final_states")
+    last = Window.partitionBy("cluster_id", "topic_id", "partition").orderBy(F.col("start").desc(),
+                                                                            F.col("start_offset").desc())
+    return (states.withColumn("_n", F.row_number().over(last)).where("_n = 1")
+            .where(F.coalesce(F.col("end_reason"), F.lit("")) != "topic_deleted")
+            .select("cluster_id", "topic", "topic_id", "partition", "state", F.col("start").alias("since"),
+                    "leader", "isr", "replicas", "elr", "min_isr")
+            .orderBy(_severity(), "topic", "partition", "cluster_id"))
+
+
+def _severity() -> Column:
+    """The rank of ``state`` in :data:`STATES` (1: offline, the least healthy)."""
+    from pyspark.sql import functions as F
+
+    return F.array_position(F.array(*[F.lit(s) for s in STATES]), F.col("state"))
+
+
+def final_state_counts(final: DataFrame) -> DataFrame:
+    """How many partitions ended in each state (of :func:`final_states`): ``state, partitions``, least healthy first."""
+    from pyspark.sql import functions as F
+
+    return final.groupBy("state").agg(F.count("*").alias("partitions")).orderBy(_severity())
+
+
 def episodes(states: DataFrame, flag: str) -> DataFrame:
     """Maximal runs of consecutive state intervals of one partition during which ``flag`` held.
 
@@ -814,11 +855,6 @@ def episodes(states: DataFrame, flag: str) -> DataFrame:
 
 #: Columns of :func:`cluster_stops`.
 STOP_COLUMNS = ("cluster_id", "start", "end", "brokers")
-#: Milliseconds before a stop's first controlled shutdown in which a broker that went down belongs to
-#: the stop: stopped together, the brokers that lead nothing are fenced at once, ahead of those that
-#: must hand their leaderships over first (the isr scenario's stop: brokers 5 and 6 fenced 238 ms
-#: before broker 4's controlled shutdown). A broker down for longer before it had its own outage.
-STOP_LEAD_MS = 10_000
 
 
 def cluster_stops(metadata: DataFrame) -> DataFrame:
@@ -860,16 +896,7 @@ def cluster_stops(metadata: DataFrame) -> DataFrame:
     # per cluster and broker: [registered, down since, went down by a controlled shutdown]
     brokers: dict[Any, dict[int, list[Any]]] = {}
     for r in rows:
-        state = brokers.setdefault(r["cluster_id"], {}).setdefault(r["broker_id"], [True, None, False])
-        kind, at = r["record_type"], r["timestamp"]
-        if kind == "UnregisterBrokerRecord":
-            state[:] = [False, None, False]
-        elif kind == "RegisterBrokerRecord" or r["fenced"] is False:
-            state[:] = [True, None, False]
-        elif r["in_controlled_shutdown"]:
-            state[1], state[2] = state[1] or at, True
-        elif r["fenced"]:
-            state[1] = state[1] or at
+        broker_state_step(brokers.setdefault(r["cluster_id"], {}), r)
     out = []
     for cluster, by_broker in brokers.items():
         alive = [s for s in by_broker.values() if s[0]]
@@ -883,7 +910,8 @@ def cluster_stops(metadata: DataFrame) -> DataFrame:
         out, "cluster_id string, start timestamp, end timestamp, brokers array<int>")
 
 
-def findings(states: DataFrame, *, flap_threshold: int = 3, stops: DataFrame | None = None) -> DataFrame:
+def findings(states: DataFrame, *, flap_threshold: int = 3, stops: DataFrame | None = None,
+             restarts: DataFrame | None = None) -> DataFrame:
     """ISR findings: offline and under-min-ISR episodes, and partitions whose ISR flapped.
 
     * ``offline`` (critical): the partition had no leader, from start to end;
@@ -896,6 +924,11 @@ def findings(states: DataFrame, *, flap_threshold: int = 3, stops: DataFrame | N
       with that shutdown and last to the end of the log are its consequence, not an outage: they
       are told as this one finding (how many partitions it left offline and under min ISR)
       instead of one critical finding each. Episodes that began before it are kept.
+    * ``cluster_restarted`` (warning), with ``restarts``
+      (:func:`workbench.analysis.metadata_log.cluster_restarts`): the whole cluster was down in the
+      middle of the log and came back. The offline and under-min-ISR episodes that began and ended
+      within it are told as this one finding, with the downtime; ISR changes within it are not
+      counted as flapping.
 
     Returns
     -------
@@ -933,6 +966,11 @@ def findings(states: DataFrame, *, flap_threshold: int = 3, stops: DataFrame | N
     changes = (states.withColumn("_prev", F.lag(F.size("isr")).over(order))
                .withColumn("_shrink", F.size("isr") < F.col("_prev"))
                .withColumn("_expand", F.size("isr") > F.col("_prev")))
+    if restarts is not None:  # nor are the changes of a whole-cluster stop and restart
+        down = restarts.select(F.col("cluster_id").alias("_rc"), F.col("start").alias("_rs"),
+                               F.col("end").alias("_re"))
+        changes = changes.join(down, changes["cluster_id"].eqNullSafe(down["_rc"]) & (changes["start"] >= down["_rs"])
+                               & (changes["start"] <= down["_re"]), "left_anti")
     if stops is not None:  # a stopped cluster's last changes are its shutdown, not flapping
         stop_at = stops.select(F.col("cluster_id").alias("_cluster"), F.col("start").alias("_stop"))
         changes = (changes.join(stop_at, changes["cluster_id"].eqNullSafe(stop_at["_cluster"]), "left")
@@ -952,9 +990,52 @@ def findings(states: DataFrame, *, flap_threshold: int = 3, stops: DataFrame | N
                                   F.col("expands").cast("double")).alias("figures"), F.lit(False).alias("_open"),
                      F.col("topic_id").alias("_topic_id")))
     out = offline.unionByName(under).unionByName(flaps).withColumn("subject_type", F.lit("partition"))
+    if restarts is not None:
+        out = _told_as_restarts(out, states, restarts)
     if stops is not None:
         out = _told_as_stops(out, states, stops)
     return out.withColumn("area", F.lit("isr")).select(*FINDINGS_COLUMNS)
+
+
+def _told_as_restarts(found: DataFrame, states: DataFrame, restarts: DataFrame) -> DataFrame:
+    """``found`` with the episodes a whole-cluster stop explains replaced by one finding per stop."""
+    from pyspark.sql import functions as F
+
+    clusters = states.select("cluster_id", F.col("topic_id").alias("_topic_id")).distinct()
+    down = restarts.select(F.col("cluster_id").alias("_cluster"), F.col("start").alias("_down"),
+                           F.col("end").alias("_back"))
+    tagged = found.join(clusters, "_topic_id", "left")
+    tagged = tagged.join(down, tagged["cluster_id"].eqNullSafe(down["_cluster"])
+                         & F.col("kind").isin("offline", "under_min_isr") & (F.col("start") >= F.col("_down"))
+                         & (F.col("start") <= F.col("_back")) & (F.col("end") <= F.col("_back")), "left")
+    kept = tagged.where(F.col("_down").isNull()).select(*found.columns)
+    counts = (tagged.where(F.col("_down").isNotNull()).groupBy("_cluster", "_down").agg(
+        F.countDistinct(F.when(F.col("kind") == "offline", F.col("subject"))).alias("_offline"),
+        F.countDistinct(F.when(F.col("kind") == "under_min_isr", F.col("subject"))).alias("_under")))
+    rows = restarts.join(counts, restarts["cluster_id"].eqNullSafe(counts["_cluster"])
+                         & (restarts["start"] == counts["_down"]), "left")
+    offline, under = F.coalesce(F.col("_offline"), F.lit(0)), F.coalesce(F.col("_under"), F.lit(0))
+    how = F.when(F.col("clean"), F.concat(
+        F.when(F.size("brokers") == 1, F.lit("broker ")).otherwise(F.lit("brokers ")), F.array_join("brokers", ", "),
+        F.lit(" shut down in order (a controlled shutdown) and the controllers stopped"))).otherwise(F.concat(
+            F.lit("the log stops at "), F.date_format("start", "HH:mm:ss"),
+            F.lit(" UTC with no broker shut down (killed, or the hosts lost power)")))
+    told = rows.select(
+        F.lit("cluster_restarted").alias("kind"), F.lit("warning").alias("severity"),
+        F.coalesce(F.col("cluster_id"), F.lit("unknown")).alias("subject"), "start", "end",
+        F.concat(F.lit("The whole cluster was down for "), F.format_string("%.1f", "seconds"), F.lit(" s from "),
+                 F.date_format("start", "yyyy-MM-dd HH:mm:ss"), F.lit(" to "),
+                 F.date_format("end", "yyyy-MM-dd HH:mm:ss"),
+                 F.lit(" UTC: "), how, F.lit("; the controllers wrote again from "),
+                 F.date_format("resumed", "HH:mm:ss"), F.lit(" UTC in a new epoch and every broker registered anew; "),
+                 offline.cast("string"), F.lit(" partitions were offline and "), under.cast("string"),
+                 F.lit(" under min ISR meanwhile (the stop, not a partition outage)")).alias("summary"),
+        F.create_map(F.lit("seconds"), F.col("seconds"), F.lit("brokers"), F.size("brokers").cast("double"),
+                     F.lit("offline_partitions"), offline.cast("double"), F.lit("under_min_isr_partitions"),
+                     under.cast("double")).alias("figures"),
+        F.lit("cluster").alias("subject_type"), F.lit(False).alias("_open"),
+        F.lit(None).cast("string").alias("_topic_id"))
+    return kept.unionByName(told)
 
 
 def _told_as_stops(found: DataFrame, states: DataFrame, stops: DataFrame) -> DataFrame:
@@ -1078,7 +1159,7 @@ def findings_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
     key = _static_key(static_min_isr(tables, params))
     return tables.derive(f"isr.findings:{flap}:{key}",
                          lambda: findings(states_for(tables, params), flap_threshold=flap,
-                                          stops=cluster_stops(tables.metadata)))
+                                          stops=cluster_stops(tables.metadata), restarts=restarts_for(tables)))
 
 
 class IsrAnalysis:

@@ -11,7 +11,7 @@ snapshot that ends at or before the log start seeds the state.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from workbench.analysis._checks import require_columns
 
@@ -78,3 +78,136 @@ def _cluster_records(metadata: DataFrame, spans: list[tuple[int, int, int]]) -> 
         .withColumn("offset", F.lit(snap_end - 1).cast("long"))
     )
     return seed.unionByName(log.where(F.col("offset") >= snap_end))
+
+
+#: Milliseconds before a stop's first controlled shutdown in which a broker that went down belongs to
+#: the stop: stopped together, the brokers that lead nothing are fenced at once, ahead of those that
+#: must hand their leaderships over first. A broker down for longer before it had its own outage.
+STOP_LEAD_MS = 10_000
+#: A new leader epoch that begins after the log was silent this long may follow a whole-cluster
+#: stop: a live quorum appends a NoOpRecord every ``metadata.max.idle.interval.ms`` (500 ms by default).
+RESTART_GAP_MS = 2_000
+#: After such a silence, every broker must have registered anew within this time of the controller's
+#: return for the silence to count as a whole-cluster stop (brokers start after their host is back).
+RESTART_WITHIN_MS = 300_000
+#: Columns of :func:`cluster_restarts`.
+RESTART_COLUMNS = ("cluster_id", "start", "end", "resumed", "seconds", "clean", "brokers")
+_BROKER_RECORDS = ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "FenceBrokerRecord",
+                   "UnfenceBrokerRecord", "UnregisterBrokerRecord")
+
+
+def cluster_restarts(metadata: DataFrame) -> DataFrame:
+    """Whole-cluster stops in the middle of the log: every node down at once, then every broker back.
+
+    Such a stop leaves a silence in the log followed by a new leader epoch (the controllers
+    restarted), after which every broker registered before it registers anew, a new process, before
+    it shows any other sign of life (an unfence or a controlled shutdown of its old registration).
+    It starts when its brokers went down where the log shows it (``clean``: controlled shutdowns and
+    fences, from :data:`STOP_LEAD_MS` before the first shutdown), else at the last record before the
+    silence (killed: nothing was written); it ends when the last of them was unfenced again.
+
+    Returns
+    -------
+    DataFrame
+        :data:`RESTART_COLUMNS`: ``resumed`` is the new epoch's first record, ``seconds`` the
+        downtime (``end`` - ``start``), ``brokers`` the sorted ids; one row per stop.
+    """
+    import datetime
+
+    from pyspark.sql import functions as F
+
+    require_columns(metadata, (*_NEEDED, "broker_id", "fenced", "in_controlled_shutdown"), "cluster_restarts")
+    ordered = ordered_records(metadata)
+    epochs: dict[str | None, list[tuple[int, Any, Any]]] = {}
+    for r in (ordered.groupBy("cluster_id", "leader_epoch")
+              .agg(F.min("offset").alias("first"), F.min("timestamp").alias("t1"), F.max("timestamp").alias("t0"))
+              .collect()):
+        if r["first"] is not None and r["t1"] is not None:
+            epochs.setdefault(r["cluster_id"], []).append((r["first"], r["t1"], r["t0"]))
+    rows = (ordered.where(~F.col("is_control") & F.col("record_type").isin(*_BROKER_RECORDS)
+                          & F.col("broker_id").isNotNull())
+            .select("cluster_id", "offset", "seq", "timestamp", "record_type", "broker_id", "fenced",
+                    "in_controlled_shutdown").orderBy("cluster_id", "offset", "seq").collect())
+    by_cluster: dict[str | None, list[Any]] = {}
+    for r in rows:
+        by_cluster.setdefault(r["cluster_id"], []).append(r)
+    gap = datetime.timedelta(milliseconds=RESTART_GAP_MS)
+    within = datetime.timedelta(milliseconds=RESTART_WITHIN_MS)
+    lead = datetime.timedelta(milliseconds=STOP_LEAD_MS)
+    out = []
+    for cluster, spans in epochs.items():
+        spans.sort(key=lambda s: s[0])
+        records = by_cluster.get(cluster, [])
+        state: dict[int, list[Any]] = {}  # broker -> [registered, down since, by a controlled shutdown]
+        i = 0
+        for (_first, _t1, t0), (boundary, t1, _t0) in zip(spans, spans[1:], strict=False):
+            while i < len(records) and records[i]["offset"] < boundary:
+                broker_state_step(state, records[i])
+                i += 1
+            alive = {b: s for b, s in state.items() if s[0]}
+            if not alive or t0 is None or t1 - t0 < gap:
+                continue
+            back = _came_back(records[i:], set(alive), t1 + within)
+            if back is None:
+                continue
+            down = {b: s for b, s in alive.items() if s[1] is not None}
+            clean = len(down) == len(alive) and any(s[2] for s in down.values())
+            if clean:
+                since = min(s[1] for s in down.values() if s[2]) - lead
+                start = min(s[1] for s in down.values() if s[1] >= since)
+            elif len(down) == len(alive):
+                start = max(s[1] for s in down.values())
+            else:
+                start = t0
+            end = max(back.values())
+            out.append((cluster, start, end, t1, (end - start).total_seconds(), clean, sorted(alive)))
+    return metadata.sparkSession.createDataFrame(
+        out, "cluster_id string, start timestamp, end timestamp, resumed timestamp, seconds double, clean boolean, "
+             "brokers array<int>")
+
+
+def broker_state_step(state: dict[int, list[Any]], r: Any) -> None:
+    """One broker record (a Row of the ``metadata`` table) into ``state``: broker id -> [registered,
+    down since, went down by a controlled shutdown]. Down means in controlled shutdown (Kafka's answer
+    to SIGTERM while leading) or fenced; a registration or an unfencing brings it back."""
+    s = state.setdefault(r["broker_id"], [True, None, False])
+    kind, at = r["record_type"], r["timestamp"]
+    if kind == "UnregisterBrokerRecord":
+        s[:] = [False, None, False]
+    elif kind == "RegisterBrokerRecord" or r["fenced"] is False:
+        s[:] = [True, None, False]
+    elif r["in_controlled_shutdown"]:
+        s[1], s[2] = s[1] or at, True
+    elif r["fenced"]:
+        s[1] = s[1] or at
+
+
+def _came_back(records: list[Any], brokers: set[int], deadline: Any) -> dict[int, Any] | None:
+    """When each of ``brokers`` was unfenced after registering anew, if every one's first sign of life in
+    ``records`` is a new registration before ``deadline``; else None (some broker lived on)."""
+    registered: set[int] = set()
+    back: dict[int, Any] = {}
+    for r in records:
+        b = r["broker_id"]
+        if b not in brokers or b in back:
+            continue
+        kind = r["record_type"]
+        if b not in registered:
+            if kind == "RegisterBrokerRecord":
+                if r["timestamp"] > deadline:
+                    return None
+                registered.add(b)
+                if r["fenced"] is False:
+                    back[b] = r["timestamp"]
+            elif r["fenced"] is False or r["in_controlled_shutdown"] or kind == "UnregisterBrokerRecord":
+                return None
+        elif r["fenced"] is False:
+            back[b] = r["timestamp"]
+        if len(back) == len(brokers):
+            return back
+    return back if registered == brokers and back else None
+
+
+def restarts_for(tables: Any) -> DataFrame:
+    """:func:`cluster_restarts` of a bundle's tables, computed once and shared by the areas that read it."""
+    return tables.derive("metadata.cluster_restarts", lambda: cluster_restarts(tables.metadata))

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench.analysis._checks import require_columns
+from workbench.analysis.metadata_log import restarts_for
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -1382,6 +1383,7 @@ class QuorumAnalysis:
     latencies: DataFrame
     batch_sizes: DataFrame
     missing: tuple[str, ...]
+    restarts: DataFrame | None = None
 
 
 def _has_rows(frame: DataFrame | None) -> bool:
@@ -1446,7 +1448,7 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> QuorumAnaly
         stalls=stalls(appends, writing, timeline), offsets=offsets, episodes=episodes,
         fences=fence_events(metadata, episodes), voters=voter_changes(metadata),
         latencies=raft_latencies(tables.metrics), batch_sizes=batch_sizes(appends, tables.metrics),
-        missing=tuple(missing))
+        missing=tuple(missing), restarts=restarts_for(tables))
     cache[key] = result
     return result
 
@@ -1467,7 +1469,20 @@ def findings_for(tables: Any, params: Mapping[str, Any] | None = None) -> DataFr
 
 def area_findings(result: QuorumAnalysis) -> DataFrame:
     """The area's findings of one analysis: commit stalls, leader changes, nodes left behind, what is missing."""
-    return findings(result.writing, result.stalls, result.episodes, result.timeline, missing=result.missing)
+    return findings(result.writing, unexplained_stalls(result), result.episodes, result.timeline,
+                    missing=result.missing)
+
+
+def unexplained_stalls(result: QuorumAnalysis) -> DataFrame:
+    """The commit stalls that no whole-cluster stop explains: a stall that began while the whole cluster
+    was down (:func:`workbench.analysis.metadata_log.cluster_restarts`, told by the ISR area) is its silence."""
+    from pyspark.sql import functions as F
+
+    if result.restarts is None:
+        return result.stalls
+    down = result.restarts.select(F.col("start").alias("_down"), F.col("end").alias("_back"))
+    return result.stalls.join(down, (F.col("start") >= F.col("_down")) & (F.col("start") <= F.col("_back")),
+                              "left_anti")
 
 
 def view_frames(result: QuorumAnalysis) -> dict[str, DataFrame]:
@@ -1481,7 +1496,7 @@ def key_figures(result: QuorumAnalysis) -> dict[str, Any]:
     """The summary's figures: stalls, leader epochs, divergence episodes, Raft latencies."""
     from pyspark.sql import functions as F
 
-    st = result.stalls.agg(F.count("*").alias("n"), F.max("seconds").alias("longest"),
+    st = unexplained_stalls(result).agg(F.count("*").alias("n"), F.max("seconds").alias("longest"),
                            F.sum("seconds").alias("total")).collect()[0]
     ep = result.episodes.agg(F.count("*").alias("n"), F.max("peak_offset_lag").alias("lag"),
                              F.max("peak_time_lag_ms").alias("ms")).collect()[0]
