@@ -113,8 +113,9 @@ if isr_data:
 # ## State at the end of the log
 #
 # Each partition's last state, as Kafka's metadata image holds it when the log ends (a state that
-# began at the log's last record is listed here although it has no length on the timeline): the
-# partitions not healthy, least healthy first.
+# began at the log's last record is listed here although it has no length on the timeline): how many
+# partitions ended in each state, then those that ended offline, under or at min ISR, or
+# under-replicated, worst first.
 
 # %%
 if isr_data:

@@ -318,6 +318,7 @@ def test_incident_report_on_a_small_isr_incident(incident_report: dict) -> None:
     # the quorum section draws too: the bundle holds the controllers' metadata logs
     assert titles == ["Findings over time, by area", "Partition ISR state over time",
                       "Quorum offset divergence: each node's lag behind the leader's log",
+                      "Records per metadata batch: the log's figure and the brokers' reports",
                       "UnderMinIsrPartitionCount per leader broker"]
     assert "<title>Kafka incident report: incident</title>" in text
     assert '<li class="wb-critical">topic orders partition 1 was offline for 5.0 s starting 2026-11-18 11:07:10 UTC' \
