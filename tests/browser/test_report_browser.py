@@ -187,7 +187,7 @@ def test_bidi_override_and_endless_names_leave_findings_readable_and_timeline_us
             plots = page.locator(".js-plotly-plot")
             overview = plots.nth(0)
             assert overview.locator(".barlayer path").count() == 7  # 6 partitions under min ISR, 1 offline
-            isr_plot = plots.nth(2)
+            isr_plot = plots.nth(3)  # after the overview and the quorum section's two figures
             rows = isr_plot.locator(".yaxislayer-above text").all_text_contents()
             assert "pay⟨U+202E⟩stnemyap-0" in rows
             assert any("5,002 characters" in r for r in rows) and max(map(len, rows)) < 100, rows
