@@ -327,10 +327,11 @@ def _restamp_variants(seg: Path, rel: str, scenario: str) -> list[Variant]:
 def _segment_variants(bundle: Path, scenario: str, topic_glob: str) -> list[Variant]:
     """Header fields of one batch of a data segment (``batches``)."""
     out: list[Variant] = []
-    seg = sorted(bundle.glob(f"nodes/*/logs/{topic_glob}/*.log"))[0]
+    # the first segment holding batches: which partitions a producer filled varies from run to run
+    seg, batches = next((s, found) for s in sorted(bundle.glob(f"nodes/*/logs/{topic_glob}/*.log"))
+                        if (found := list(_batches(s))))
     rel = str(seg.relative_to(bundle))
     tp = seg.parent.name
-    batches = list(_batches(seg))
     b = batches[len(batches) // 2]
     subjects = (f"*:partition:{tp}", "consumer_lag:*", "tier:*", "mirror:*")
     fields = {"base_timestamp": TIME_KINDS, "max_timestamp": TIME_KINDS,
