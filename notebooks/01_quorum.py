@@ -42,6 +42,7 @@ inv = open_investigation(bundle, params=globals())
 # %%
 from widgets import quorum as quorum_view
 from widgets.findings import findings_html
+from widgets.linking import show
 from widgets.tables import text_html
 from workbench.analysis import quorum as quorum_analysis
 from workbench.analysis.findings import ordered_findings
@@ -75,11 +76,8 @@ if quorum_data:
     stalls_pd = quorum_result.stalls.toPandas()
     timeline_pd = quorum_result.timeline.toPandas()
     fences_pd = quorum_result.fences.toPandas()
-    if inv.report:
-        quorum_view.figure_quorum_divergence(offsets_pd, stalls_pd, timeline_pd, fences_pd, start=start,
-                                             end=end).show()
-    else:
-        display(quorum_view.QuorumDivergence(offsets_pd, stalls_pd, timeline_pd, fences_pd, window=inv.window))
+    show(quorum_view.QuorumDivergence(offsets_pd, stalls_pd, timeline_pd, fences_pd, window=inv.window),
+         report=inv.report)
 
 # %% [markdown]
 # ## Leaders and epochs

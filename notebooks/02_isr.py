@@ -41,6 +41,7 @@ inv = open_investigation(bundle, params=globals())
 # %%
 from widgets import isr as isr_view
 from widgets.findings import findings_html
+from widgets.linking import show
 from workbench.analysis import isr as isr_analysis
 from workbench.analysis.findings import ordered_findings
 
@@ -81,12 +82,8 @@ if isr_data:
     total = int(shown["partitions"]["partitions"].iloc[0])
     counts_pd = shown["counts"]
     reported_pd = isr_analysis.reported_under_min_isr(inv.tables.metrics).toPandas()
-    if inv.report:
-        isr_view.figure_isr_timeline(shown["states"], topics=topics, start=start, end=end,
-                                     partitions_total=total).show()
-    else:
-        display(isr_view.IsrTimeline(shown["states"], counts_pd, topics=topics, start=start, end=end,
-                                     window=inv.window, partitions_total=total))
+    show(isr_view.IsrTimeline(shown["states"], counts_pd, topics=topics, start=start, end=end, window=inv.window,
+                              partitions_total=total), report=inv.report)
 
 # %% [markdown]
 # ## UnderMinIsrPartitionCount per broker

@@ -45,6 +45,7 @@ inv = open_investigation(bundle, params=globals())
 # %%
 from widgets import consumer_lag as lag_view
 from widgets.findings import findings_html
+from widgets.linking import show
 from workbench.analysis import consumer_lag as lag_analysis
 from workbench.analysis.findings import areas, ordered_findings
 
@@ -77,14 +78,7 @@ if lag_data:
 
 # %%
 if lag_data:
-    if inv.report:
-        lag_view.figure_lag_histogram(lag_frames["histogram_bytes"], metric="bytes", groups=lag_groups or None).show()
-        lag_view.figure_lag_histogram(lag_frames["histogram_time"], metric="time", groups=lag_groups or None).show()
-        lag_view.figure_page_cache(lag_frames["cdf"], lag_frames["page_cache"]).show()
-        lag_view.figure_lag_over_time(lag_frames["series"], metric="bytes", groups=lag_groups or None,
-                                      start=start or None, end=end or None).show()
-    else:
-        display(lag_view.ConsumerLagView(lag_frames, window=inv.window))
+    show(lag_view.ConsumerLagView(lag_frames, window=inv.window, groups=lag_groups or None), report=inv.report)
 elif not inv.report:
     display(lag_view.ConsumerLagView(lag_view.empty_frames(), window=inv.window))
 

@@ -48,6 +48,7 @@ inv = open_investigation(bundle, params=globals())
 # %%
 from widgets import mirror as mirror_view
 from widgets.findings import findings_html
+from widgets.linking import show
 from workbench.analysis import mirror as mirror_analysis
 from workbench.analysis.findings import ordered_findings
 
@@ -80,13 +81,8 @@ if mirror_data:
     episodes_pd = mirror_result.episodes.toPandas()
     metrics_pd = mirror_result.metrics.toPandas()
     audit_pd = mirror_result.audit.where("boundary").toPandas()
-    if inv.report:
-        mirror_view.figure_backlog(windows_pd, episodes_pd, start=start, end=end).show()
-        mirror_view.figure_backlog(windows_pd, episodes_pd, measure="age", start=start, end=end,
-                                   metrics=metrics_pd).show()
-    else:
-        display(mirror_view.MirrorBacklog(windows_pd, episodes_pd, audit_pd, metrics=metrics_pd,
-                                          window=inv.window))
+    show(mirror_view.MirrorBacklog(windows_pd, episodes_pd, audit_pd, metrics=metrics_pd, window=inv.window),
+         report=inv.report)
 
 # %% [markdown]
 # ### Outage episodes
@@ -123,6 +119,7 @@ if mirror_data:
 # %%
 from widgets import tier as tier_view
 from widgets.findings import findings_html
+from widgets.linking import show
 from workbench.analysis import tier as tier_analysis
 from workbench.analysis.findings import ordered_findings
 
@@ -154,13 +151,8 @@ if tier_data:
 # (without tiered data the series is empty and the view says so)
 series_pd = tier_analysis.backlog_series(inv.tables, inv.params).toPandas()
 reported_pd = tier_analysis.reported(inv.tables.metrics).toPandas()
-if tier_data and inv.report:
-    for measure in ("segments", "bytes"):
-        tier_view.figure_tier_backlog(series_pd, measure=measure, start=start, end=end,
-                                      reported=reported_pd).show()
-    tier_view.figure_tier_ranges(series_pd, start=start, end=end).show()
-elif not inv.report:
-    display(tier_view.TierBacklog(series_pd, reported_pd, start=start, end=end, window=inv.window))
+if tier_data or not inv.report:  # without tiered data a report draws no figure here
+    show(tier_view.TierBacklog(series_pd, reported_pd, start=start, end=end, window=inv.window), report=inv.report)
 
 # %% [markdown]
 # ### Kafka's gauges beside the computed values

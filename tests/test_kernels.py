@@ -65,7 +65,7 @@ CACHE_LOG = re.compile(r"\[cache\] (?:index|data) (?:loaded from|saved to) '?([^
 
 
 def _kernel_name(path: str) -> str | None:
-    """``module.function`` of a numba cache file's name (``isr_kernel.step-123.py311.nbi``)."""
+    """``module.function`` of a numba cache file's name (``kernel.step-123.py311.nbi``)."""
     m = re.fullmatch(r"(.+)-\d+\.py\d+(?:\.\d+)?\.nb[ic]", Path(path).name)
     return m.group(1) if m else None
 

@@ -7,7 +7,7 @@ Layers, bottom first (``../shared/DESIGN.md``, ``ARCHITECTURE.md``)::
 
 Every ``import`` counts, at module level or inside a function (a lazy import is still a
 dependency); imports under ``if TYPE_CHECKING:`` count too. Third-party packages are ignored.
-Every analysis area follows one contract (``workbench.analysis.findings.Area``), in its own module.
+Every analysis area is a package following one contract (``workbench.analysis.findings.Area``).
 """
 
 from __future__ import annotations
@@ -140,23 +140,68 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     assert layer("workbench.analysis.isr") == 4 < layer("widgets.isr")
 
 
-def test_every_area_follows_the_one_contract_in_its_own_module():
-    """Each registered area's four roles (analyse(tables, params) -> result; findings, frames and
-    key figures of that result) are defined in its own module or package, ``workbench.analysis.<area>``."""
+#: The modules every area package holds: its contract (the result, analyse and the roles) and
+#: its findings with their sentences; its computation is in modules named for what they compute.
+AREA_MODULES = ("area", "verdicts")
+
+
+def contract_problems(home: str, area) -> list[str]:
+    """What keeps ``area`` (registered by the package ``home``) from the one area layout."""
+    import importlib
+    import importlib.util
     import inspect
 
+    package = importlib.import_module(home)
+    if not hasattr(package, "__path__"):
+        return [f"{home} is a module, not a package"]
+    problems = [f"{home} has no module {m}.py" for m in AREA_MODULES
+                if importlib.util.find_spec(f"{home}.{m}") is None]
+    for role, arguments in (("analyse", 2), ("findings", 1), ("frames", 1), ("key_figures", 1)):
+        function = getattr(area, role)
+        if function is None and role in ("frames", "key_figures"):   # optional roles
+            continue
+        if function.__module__ != f"{home}.area":
+            problems.append(f"{home}: {role} is defined in {function.__module__}, not in {home}.area")
+        try:
+            inspect.signature(function).bind(*range(arguments))
+        except TypeError:
+            problems.append(f"{home}: {role} does not take {arguments} argument(s)")
+    return problems
+
+
+def test_every_area_is_a_package_with_the_one_contract():
+    """Each registered area is the package ``workbench.analysis.<area>``: its four roles
+    (analyse(tables, params) -> result; findings, frames and key figures of that result) in its
+    ``area`` module, its findings and their sentences in ``verdicts``."""
     from workbench.analysis.findings import areas
 
     found = areas()
     assert {"quorum", "isr", "consumer_lag", "mirror", "tier"} <= set(found)
-    for name, area in found.items():
-        for role, arguments in (("analyse", 2), ("findings", 1), ("frames", 1), ("key_figures", 1)):
-            function = getattr(area, role)
-            if function is None and role in ("frames", "key_figures"):   # optional roles
-                continue
-            home = f"workbench.analysis.{name}"
-            assert function.__module__ == home or function.__module__.startswith(home + "."), (name, role)
-            inspect.signature(function).bind(*range(arguments))
+    problems = [p for name, area in found.items() for p in contract_problems(f"workbench.analysis.{name}", area)]
+    assert problems == []
+
+
+def test_the_contract_check_refuses_a_module_area_and_misplaced_roles(tmp_path, monkeypatch):
+    """The check itself, on two areas written into a temporary directory: one a single module, one
+    a package whose roles sit in ``__init__`` and which has no ``verdicts`` module."""
+    from workbench.analysis.findings import Area
+
+    (tmp_path / "zz_flat.py").write_text("def analyse(tables, params): pass\ndef findings(result): pass\n")
+    (tmp_path / "zz_pkg").mkdir()
+    (tmp_path / "zz_pkg" / "__init__.py").write_text("def analyse(tables, params): pass\ndef findings(result): pass\n")
+    (tmp_path / "zz_pkg" / "area.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import zz_flat
+    import zz_pkg
+
+    flat = Area("zz_flat", "Flat", 99, zz_flat.analyse, zz_flat.findings)
+    assert contract_problems("zz_flat", flat) == ["zz_flat is a module, not a package"]
+    misplaced = Area("zz_pkg", "Package", 99, zz_pkg.analyse, zz_pkg.findings)
+    assert contract_problems("zz_pkg", misplaced) == [
+        "zz_pkg has no module verdicts.py",
+        "zz_pkg: analyse is defined in zz_pkg, not in zz_pkg.area",
+        "zz_pkg: findings is defined in zz_pkg, not in zz_pkg.area",
+    ]
 
 
 def test_an_area_not_following_the_contract_is_refused():

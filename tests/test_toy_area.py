@@ -41,16 +41,17 @@ register_table("toy_gauges", row="gauge of the metric exports", kinds=("metrics"
                schema="name string, samples long, peak double, first timestamp, last timestamp")
 '''
 
-TOY_AREA = '''"""Toy area: a warning for every gauge of the bundle's metric exports."""
+#: The toy area's package: ``__init__`` (what it answers), ``verdicts`` (its findings), ``area``
+#: (its contract and registration), as every area of ``workbench/analysis`` is laid out.
+TOY_AREA = {
+    "__init__.py": '''"""Toy area: a warning for every gauge of the bundle's metric exports."""
 
-from workbench.analysis.findings import register_area
+from workbench.analysis.toy import area as _area  # noqa: F401  (registers the area)
+''',
+    "verdicts.py": '''"""The toy area's findings: one warning per gauge."""
 
 
-def _analyse(tables, params):
-    return tables.toy_gauges
-
-
-def _findings(gauges):
+def findings(gauges):
     from pyspark.sql import functions as F
 
     return gauges.select(
@@ -60,6 +61,19 @@ def _findings(gauges):
         F.concat(F.lit("toy gauge "), F.col("name"), F.lit(" peaked at "),
                  F.col("peak").cast("string")).alias("summary"),
         F.create_map(F.lit("peak"), F.col("peak")).alias("figures"))
+''',
+    "area.py": '''"""The toy area's contract."""
+
+from workbench.analysis.findings import register_area
+from workbench.analysis.toy.verdicts import findings
+
+
+def _analyse(tables, params):
+    return tables.toy_gauges
+
+
+def _findings(gauges):
+    return findings(gauges)
 
 
 def _frames(gauges):
@@ -72,7 +86,8 @@ def _key_figures(gauges):
 
 register_area("toy", title="Toy gauges", order=90, analyse=_analyse, findings=_findings, tables=("toy_gauges",),
               frames=_frames, key_figures=_key_figures)
-'''
+''',
+}
 
 TOY_VIEW = '''"""Toy view: the gauges as a table."""
 
@@ -103,11 +118,13 @@ PROM = ("# TYPE kafka_toy_queue_size gauge\nkafka_toy_queue_size 7.0\n"
 
 
 def _toy_checkout(root: Path) -> Path:
-    """A copy of the checkout's packages and notebooks with the toy area's four new files in it."""
+    """A copy of the checkout's packages and notebooks with the toy area's new files in it."""
     for name in ("workbench", "widgets", "notebooks"):
         shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
     (root / "workbench" / "spark" / "toy_gauges.py").write_text(TOY_TABLE)
-    (root / "workbench" / "analysis" / "toy.py").write_text(TOY_AREA)
+    (root / "workbench" / "analysis" / "toy").mkdir()
+    for name, text in TOY_AREA.items():
+        (root / "workbench" / "analysis" / "toy" / name).write_text(text)
     (root / "widgets" / "toy.py").write_text(TOY_VIEW)
     quorum = nbformat.read(str(REPO / "notebooks" / "01_quorum.ipynb"), as_version=4)
     shared = [c for c in quorum.cells if {"parameters", "setup"} & set(c.metadata.get("tags", []))]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -122,3 +124,23 @@ def test_view_of_a_bundle_without_commits_says_so():
     texts = [fig.layout.annotations[0].text for fig in (view.histogram, view.cache_figure, view.series_figure)]
     assert texts == ["no commits for this selection", "no commits with a known byte lag",
                      "no commits for this selection"]
+
+
+def test_the_report_figures_are_the_four_the_report_drew_for_its_groups_and_window():
+    """What the notebook's report drew before ``show``: both histograms, the page-cache curve and the
+    byte lag over time, for ``lag_groups`` and the notebook's window, whatever the controls."""
+    start, end = DAY + "03:10:30", DAY + "03:12:30"
+    window = TimeWindow()
+    window.set(start, end)
+    view = ConsumerLagView(frames(), window=window, groups="billing, nope")
+    assert view.group_filter.value == ("billing",)
+    view.metric.value, view.top.value = "time", 1
+    drawn = [figure_lag_histogram(HIST, metric="bytes", groups="billing, nope"),
+             figure_lag_histogram(HIST.assign(metric="time"), metric="time", groups="billing, nope"),
+             figure_page_cache(CDF, CACHE),
+             figure_lag_over_time(series_frame(), metric="bytes", groups="billing, nope", start=start, end=end)]
+    assert [json.loads(f.to_json()) for f in view.report_figures()] == [json.loads(f.to_json()) for f in drawn]
+    every = [figure_lag_histogram(HIST, metric="bytes"), figure_lag_histogram(HIST, metric="time"),
+             figure_page_cache(CDF, CACHE), figure_lag_over_time(series_frame(), metric="bytes")]
+    assert [json.loads(f.to_json()) for f in ConsumerLagView(frames()).report_figures()] == [
+        json.loads(f.to_json()) for f in every]

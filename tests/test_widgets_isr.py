@@ -496,3 +496,19 @@ def test_under_min_isr_figure_shows_reported_samples_in_the_broker_colour():
     marks = fig.data[2]
     assert list(marks.y) == [0, 2] and marks.mode == "markers"
     assert marks.marker.color == fig.data[0].line.color != fig.data[1].line.color
+
+
+def test_the_report_figure_is_the_timeline_of_the_notebooks_topics_window_and_total() -> None:
+    """What the notebook's report drew before ``show``: the timeline only (UnderMinIsrPartitionCount
+    has its own section), with the notebook's topics, window and partition total, whatever the controls."""
+    from widgets.linking import TimeWindow
+
+    start, end = DAY + "03:04:00", DAY + "03:13:00"
+    window = TimeWindow()
+    window.set(start, end)
+    view = IsrTimeline(states_frame(), counts_frame(), topics="payments, nope", start=start, end=end, window=window,
+                       partitions_total=40)
+    view.state_filter.value = ("healthy",)
+    drawn = figure_isr_timeline(states_frame(), topics="payments, nope", start=start, end=end, partitions_total=40)
+    assert [json.loads(f.to_json()) for f in view.report_figures()] == [json.loads(drawn.to_json())]
+    assert "of 40 partitions" in drawn.layout.title.text

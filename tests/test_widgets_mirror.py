@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -105,3 +107,19 @@ def test_view_follows_the_shared_window_and_its_controls():
     view.partition_filter.value = ("orders-1",)
     assert [tr.name for tr in view.figure.data] == ["orders-1 max", "orders-1"]
     assert list(view.figure.data[1].y) == [200]
+
+
+def test_the_report_figures_are_the_backlog_and_its_age_over_the_shared_window():
+    """What the notebook's report drew before ``show``: the backlog in records, then its age beside
+    MirrorMaker 2's metrics, over the notebook's window, whatever the controls."""
+    metrics = pd.DataFrame({"topic": ["orders"], "partition": [0], "metric": ["record-age-ms"], "value": [1500.0],
+                            "time": pd.to_datetime([DAY + "03:00:20"])})
+    start, end = DAY + "03:00:10", DAY + "03:00:50"
+    window = TimeWindow()
+    window.set(start, end)
+    view = MirrorBacklog(windows_frame(), episodes_frame(), audit_frame(), metrics=metrics, window=window)
+    view.measure.value, view.partition_filter.value = "bytes", ("orders-1",)
+    drawn = [figure_backlog(windows_frame(), episodes_frame(), start=start, end=end),
+             figure_backlog(windows_frame(), episodes_frame(), measure="age", start=start, end=end, metrics=metrics)]
+    assert [json.loads(f.to_json()) for f in view.report_figures()] == [json.loads(f.to_json()) for f in drawn]
+    assert [tr.name for tr in drawn[1].data][-1] == "orders-0 record-age-ms (reported)"

@@ -3,6 +3,7 @@ inline frames; the raft-latency and batch-size figures, drawn from the real quor
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -317,3 +318,19 @@ def test_empty_latencies_and_batch_sizes_say_so(quorum_frames) -> None:
     assert not fig.data and "No metadata batch" in fig.layout.annotations[0].text
     with pytest.raises(ConfigError, match="commit_latency_max_ms"):
         figure_raft_latencies(latencies.drop(columns=["commit_latency_max_ms"]))
+
+
+def test_the_report_figure_is_the_divergence_over_the_shared_window_whatever_the_controls() -> None:
+    """What the notebook's report drew before ``show``: the divergence figure of the whole frames over
+    the notebook's ``start``/``end`` (the window the investigation set from them)."""
+    start, end = DAY + "03:12:00.5", DAY + "03:12:01.5"
+    window = TimeWindow()
+    window.set(start, end)
+    view = QuorumDivergence(offsets_frame(), STALLS, TIMELINE, FENCES, window=window)
+    view.node_filter.value = ("2",)
+    drawn = figure_quorum_divergence(offsets_frame(), STALLS, TIMELINE, FENCES, start=start, end=end)
+    assert [json.loads(f.to_json()) for f in view.report_figures()] == [json.loads(drawn.to_json())]
+    whole = figure_quorum_divergence(offsets_frame(), STALLS, TIMELINE, FENCES, start="", end="")
+    assert [json.loads(f.to_json()) for f in QuorumDivergence(offsets_frame(), STALLS, TIMELINE, FENCES,
+                                                               window=TimeWindow()).report_figures()] == [
+        json.loads(whole.to_json())]

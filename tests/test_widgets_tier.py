@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -114,3 +116,29 @@ def test_registered_as_the_tier_view():
     factory = view_factories()["tier"]
     view = factory({"series": series_frame(), "reported": reported_frame()}, None)
     assert isinstance(view, TierBacklog)
+
+
+def test_the_report_figures_are_the_backlog_in_segments_and_bytes_then_the_ranges():
+    """What the notebook's report drew before ``show``: every partition's backlog in segments, then in
+    bytes, with Kafka's gauges, then the first partition's ranges, over the notebook's window."""
+    start, end = DAY + "03:12:03", DAY + "03:13:02"
+    window = TimeWindow()
+    window.set(start, end)
+    view = TierBacklog(series_frame(), reported_frame(), start=start, end=end, window=window)
+    view.topic_filter.value, view.measure.value = ("tiered",), "records"
+    drawn = [figure_tier_backlog(series_frame(), measure="segments", start=start, end=end, reported=reported_frame()),
+             figure_tier_backlog(series_frame(), measure="bytes", start=start, end=end, reported=reported_frame()),
+             figure_tier_ranges(series_frame(), start=start, end=end)]
+    assert [json.loads(f.to_json()) for f in view.report_figures()] == [json.loads(f.to_json()) for f in drawn]
+    assert drawn[2].layout.title.text == "Local and remote offset ranges of tiered-0"
+
+
+def test_a_partition_a_reader_refused_leaves_the_view_and_its_report_figures_drawn():
+    """A null partition (a bad value in the bundle) is listed as ``?``: a report, which builds the view
+    too, still draws what the figures draw."""
+    series = series_frame([*ROWS, ("tiered", None, "03:12:30", 2, 1, 10, 100, 0, 0, 0, 0, 10, 0, None, None)])
+    view = TierBacklog(series, reported_frame())
+    assert [label for label, _ in view.partition_choice.options] == ["tiered-0", "<b>x</b>-1", "tiered-?"]
+    drawn = [figure_tier_backlog(series, measure="segments", reported=reported_frame()),
+             figure_tier_backlog(series, measure="bytes", reported=reported_frame()), figure_tier_ranges(series)]
+    assert [json.loads(f.to_json()) for f in view.report_figures()] == [json.loads(f.to_json()) for f in drawn]

@@ -29,7 +29,7 @@ import plotly.graph_objects as go
 
 from widgets._figure import FigureWidget, empty_figure, redraw
 from widgets._frames import TimeLike, labelled, parse_time, plotly_text, require_columns, selection, utc_naive
-from widgets.linking import TimeWindow, register_view
+from widgets.linking import TimeWindow, register_view, report_window
 from workbench.errors import ConfigError
 
 __all__ = [
@@ -233,6 +233,11 @@ class ConsumerLagView(ipw.VBox):
     window : widgets.linking.TimeWindow, optional
         A shared window: the lag-over-time figure's x axis follows it (the histograms and the curve cover
         the whole bundle).
+    top : int
+        Lines drawn in the lag-over-time figure at first.
+    groups : iterable of str or str, optional
+        Groups selected at first (a string is read as a comma-separated list; unknown ones are
+        ignored): the report's figures show only these (``None``: all).
 
     Attributes
     ----------
@@ -250,20 +255,24 @@ class ConsumerLagView(ipw.VBox):
     >>> view = ConsumerLagView({k: v.toPandas() for k, v in frames.items()})   # doctest: +SKIP
     """
 
-    def __init__(self, frames: Any, *, window: TimeWindow | None = None, top: int = 10) -> None:
+    def __init__(self, frames: Any, *, window: TimeWindow | None = None, top: int = 10,
+                 groups: Iterable[str] | str | None = None) -> None:
         self._frames = {k: frames[k] for k in ("histogram_bytes", "histogram_time", "cdf", "page_cache", "series")
                         if k in frames}
         missing = [k for k in ("histogram_bytes", "histogram_time", "cdf", "series") if k not in self._frames]
         if missing:
             raise ConfigError(f"consumer-lag view: frames {missing} missing")
+        self._groups = groups
         hist = self._frames["histogram_bytes"]
         series = self._frames["series"]
-        groups = sorted({str(g) for g in pd.concat([hist["group"], series["group"]]).dropna()})
+        group_names = sorted({str(g) for g in pd.concat([hist["group"], series["group"]]).dropna()})
         topics = sorted({str(t) for t in pd.concat([hist["topic"], series["topic"]]).dropna()})
         brokers = sorted({str(b) for b in hist["broker"].dropna()})
         self.metric = ipw.ToggleButtons(options=["records", "bytes", "time"], value="bytes", description="Lag in")
-        self.group_filter = ipw.SelectMultiple(options=labelled(groups), rows=min(6, max(3, len(groups))),
-                                               description="Groups")
+        wanted = set(selection(groups) or ())
+        self.group_filter = ipw.SelectMultiple(options=labelled(group_names),
+                                               value=tuple(g for g in group_names if g in wanted),
+                                               rows=min(6, max(3, len(group_names))), description="Groups")
         self.topic_filter = ipw.SelectMultiple(options=labelled(topics), rows=min(6, max(3, len(topics))),
                                                description="Topics")
         self.broker_filter = ipw.SelectMultiple(options=brokers, rows=min(6, max(2, len(brokers))),
@@ -299,6 +308,17 @@ class ConsumerLagView(ipw.VBox):
             figure_lag_over_time(self._frames["series"], metric=metric, groups=groups, topics=topics,
                                  search=self.search.value or None, top=int(self.top.value), start=start, end=end),
         )
+
+    def report_figures(self) -> list[go.Figure]:
+        """The static report's figures, for the given groups: the histograms of byte and time lag,
+        the page-cache curve, and the byte lag at each commit over the shared window."""
+        start, end = report_window(None, None, self._window)
+        return [
+            figure_lag_histogram(self._frames["histogram_bytes"], metric="bytes", groups=self._groups),
+            figure_lag_histogram(self._frames["histogram_time"], metric="time", groups=self._groups),
+            figure_page_cache(self._frames["cdf"], self._frames.get("page_cache")),
+            figure_lag_over_time(self._frames["series"], metric="bytes", groups=self._groups, start=start, end=end),
+        ]
 
     def _on_change(self, _change: dict) -> None:
         self._refresh()

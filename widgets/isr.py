@@ -42,7 +42,7 @@ from widgets._frames import (
     time_window,
     utc_naive,
 )
-from widgets.linking import FollowsWindow, TimeWindow, register_view, slider_options, window_text
+from widgets.linking import FollowsWindow, TimeWindow, register_view, report_window, slider_options, window_text
 from workbench.analysis.isr import STATES
 from workbench.errors import ConfigError
 
@@ -493,9 +493,9 @@ def _initial_index(stamps: list[pd.Timestamp], lo: pd.Timestamp | None, hi: pd.T
 class IsrTimeline(FollowsWindow, ipw.VBox):
     """Interactive ISR view: topic, state and time filters over the timeline and the counts.
 
-    Controls update the two ``FigureWidget``s in place. In a static (papermill/HTML) report use
-    :func:`figure_isr_timeline` and :func:`figure_under_min_isr` instead: widget state does not
-    render offline.
+    Controls update the two ``FigureWidget``s in place. A static (papermill/HTML) report draws
+    :meth:`report_figures` instead (:func:`widgets.linking.show`): widget state does not render
+    offline.
 
     Parameters
     ----------
@@ -505,15 +505,16 @@ class IsrTimeline(FollowsWindow, ipw.VBox):
         UnderMinIsrPartitionCount step series (see :func:`figure_under_min_isr`).
     topics : iterable of str or str, optional
         Topics selected at first (a string is read as a comma-separated list); unknown ones
-        are ignored.
+        are ignored. The report's timeline shows these topics.
     start, end : str, datetime or Timestamp, optional
-        Initial time window, widened to the nearest interval boundaries.
+        Initial time window, widened to the nearest interval boundaries; exactly the report's
+        window (when neither is given: the shared window's range).
     window : widgets.linking.TimeWindow, optional
         A window shared with other views: when it moves, the time slider follows.
     partitions_total : int, optional
         How many partitions there are in all when ``states`` holds only the least healthy of them
         (:func:`workbench.analysis.isr.view_frames`); the timeline's title says so while no topic
-        is selected.
+        is selected, and the report's always does.
 
     Attributes
     ----------
@@ -546,6 +547,8 @@ class IsrTimeline(FollowsWindow, ipw.VBox):
         window: TimeWindow | None = None,
         partitions_total: int | None = None,
     ) -> None:
+        self._given_states, self._topics, self._start, self._end = states, topics, start, end  # for the report
+        self._shared = window
         self._states = _prepare_states(states)
         self._partitions_total = partitions_total
         require_columns(counts, COUNT_COLUMNS, "UnderMinIsrPartitionCount frame")
@@ -613,6 +616,16 @@ class IsrTimeline(FollowsWindow, ipw.VBox):
                                 partitions_total=None if topics or states else self._partitions_total),
             figure_under_min_isr(self._counts, start=lo, end=hi),
         )
+
+    def report_figures(self) -> list[go.Figure]:
+        """The static report's figure: the timeline of the given topics over the report's window.
+
+        The UnderMinIsrPartitionCount figure is not among them: the report draws it in a section
+        of its own (:func:`figure_under_min_isr`).
+        """
+        lo, hi = report_window(self._start, self._end, self._shared)
+        return [figure_isr_timeline(self._given_states, topics=self._topics, start=lo, end=hi,
+                                    partitions_total=self._partitions_total)]
 
     def _refresh(self) -> None:
         timeline, counts = self.figures()

@@ -1,9 +1,11 @@
-"""Linked views: one time window shared by every view of a notebook, and the registry of area views.
+"""Linked views: one time window shared by every view of a notebook, the registry of area views, and
+how a notebook shows a view.
 
 A :class:`TimeWindow` is a small traitlets object. The overview timeline sets it (a range chosen
 there, or a finding clicked); every area view given the same window follows it (its x axes move
 to the window). Area views register a factory with :func:`register_view`, so the overview can
-open an area's view at a finding's moment without knowing the area.
+open an area's view at a finding's moment without knowing the area. :func:`show` draws a view
+in either mode of a notebook: its report figures in an HTML report, the widget itself otherwise.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from typing import Any
 
 import pandas as pd
 import traitlets
+from IPython.display import display
 
 from widgets._frames import TimeLike, short_time, time_window
 
-__all__ = ["FollowsWindow", "TimeWindow", "place_slider", "register_view", "slider_options", "view_factories",
-           "window_text"]
+__all__ = ["FollowsWindow", "TimeWindow", "place_slider", "register_view", "report_window", "show",
+           "slider_options", "view_factories", "window_text"]
 
 
 class TimeWindow(traitlets.HasTraits):
@@ -144,6 +147,27 @@ def window_text(lo: pd.Timestamp | None, hi: pd.Timestamp | None) -> str:
         return "all times"
     left = short_time(lo) if lo is not None else "the start"
     return f"{left} to {short_time(hi) if hi is not None else 'the end'} UTC"
+
+
+def report_window(start: TimeLike, end: TimeLike,
+                  window: TimeWindow | None) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
+    """The window a view's report figures cover: ``start``/``end`` when either is given (the
+    notebook's parameters), else the shared window's range (``(None, None)`` without one)."""
+    lo, hi = time_window(start, end)
+    if lo is None and hi is None and window is not None:
+        return window.range
+    return lo, hi
+
+
+def show(view: Any, *, report: bool) -> None:
+    """Show an area's view: in an HTML report each figure of ``view.report_figures()`` (widgets do
+    not render offline), otherwise the interactive view itself. One call for both modes, so a
+    notebook cell lists what it shows instead of branching on the mode."""
+    if report:
+        for figure in view.report_figures():
+            figure.show()
+    else:
+        display(view)
 
 
 ViewFactory = Callable[[Mapping[str, pd.DataFrame], TimeWindow | None], Any]

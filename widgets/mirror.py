@@ -263,7 +263,8 @@ class MirrorBacklog(ipw.VBox):
     metrics : pandas.DataFrame, optional
         MirrorMaker 2's own samples (drawn with the age measure).
     window : widgets.linking.TimeWindow, optional
-        A window shared with other views: the figure's range and the audit's moment follow it.
+        A window shared with other views: the figure's range and the audit's moment follow it, and
+        the report's figures cover it (:meth:`report_figures`).
 
     Attributes
     ----------
@@ -304,6 +305,13 @@ class MirrorBacklog(ipw.VBox):
         return figure_backlog(self._windows, self._episodes, measure=self.measure.value,
                               partitions=self.partition_filter.value or None, start=lo, end=hi,
                               metrics=self._metrics)
+
+    def report_figures(self) -> list[go.Figure]:
+        """The static report's figures over the shared window: the backlog in records, then its age
+        beside MirrorMaker 2's own metrics."""
+        lo, hi = self._range
+        return [figure_backlog(self._windows, self._episodes, start=lo, end=hi),
+                figure_backlog(self._windows, self._episodes, measure="age", start=lo, end=hi, metrics=self._metrics)]
 
     def _follow(self, change: dict) -> None:
         self._range = change["new"]

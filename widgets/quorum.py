@@ -43,7 +43,7 @@ from widgets._frames import (
     time_window,
     utc_naive,
 )
-from widgets.linking import FollowsWindow, TimeWindow, register_view, slider_options, window_text
+from widgets.linking import FollowsWindow, TimeWindow, register_view, report_window, slider_options, window_text
 
 __all__ = ["QuorumDivergence", "figure_batch_sizes", "figure_quorum_divergence", "figure_raft_latencies"]
 
@@ -397,7 +397,8 @@ class QuorumDivergence(FollowsWindow, ipw.VBox):
     offsets, stalls, timeline, fences : pandas.DataFrame
         See :func:`figure_quorum_divergence` (the last three may be ``None``).
     window : widgets.linking.TimeWindow, optional
-        A window shared with other views: when it moves, this view's window follows.
+        A window shared with other views: when it moves, this view's window follows; the report
+        figures cover its range (:meth:`report_figures`).
 
     Attributes
     ----------
@@ -416,6 +417,8 @@ class QuorumDivergence(FollowsWindow, ipw.VBox):
     def __init__(self, offsets: pd.DataFrame, stalls: pd.DataFrame | None = None,
                  timeline: pd.DataFrame | None = None, fences: pd.DataFrame | None = None, *,
                  window: TimeWindow | None = None) -> None:
+        self._given = (offsets, stalls, timeline, fences)  # as given: what the report figure is drawn from
+        self._shared = window
         self._offsets = _prepare(offsets)
         self._stalls, self._timeline, self._fences = stalls, timeline, fences
         nodes = [str(n) for n in sorted({int(n) for n in self._offsets["node_id"]})]
@@ -446,6 +449,11 @@ class QuorumDivergence(FollowsWindow, ipw.VBox):
         return figure_quorum_divergence(self._offsets, self._stalls, self._timeline, self._fences,
                                         nodes=self.node_filter.value or None,
                                         sources=self.source_filter.value or None, start=lo, end=hi)
+
+    def report_figures(self) -> list[go.Figure]:
+        """The static report's figure: the divergence of every node and source over the shared window."""
+        lo, hi = report_window(None, None, self._shared)
+        return [figure_quorum_divergence(*self._given, start=lo, end=hi)]
 
     def _refresh(self) -> None:
         fig = self.figure_now()

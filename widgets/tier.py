@@ -38,7 +38,7 @@ from widgets._frames import (
     utc_naive,
     visible_text,
 )
-from widgets.linking import TimeWindow, register_view
+from widgets.linking import TimeWindow, register_view, report_window
 from workbench.errors import ConfigError
 
 __all__ = ["MEASURES", "TierBacklog", "figure_tier_backlog", "figure_tier_ranges"]
@@ -276,6 +276,9 @@ class TierBacklog(ipw.VBox):
         ``backlog_series(...).toPandas()``.
     reported : pandas.DataFrame, optional
         ``reported(...).toPandas()`` (Kafka's gauges).
+    start, end : str, datetime or Timestamp, optional
+        The time window shown at first, and the report's (when neither is given: the shared
+        window's range).
     window : widgets.linking.TimeWindow, optional
         A window shared with other views: when it moves, both figures' x axes follow.
 
@@ -297,6 +300,7 @@ class TierBacklog(ipw.VBox):
     def __init__(self, series: pd.DataFrame, reported: pd.DataFrame | None = None, *,
                  start: TimeLike = None, end: TimeLike = None, window: TimeWindow | None = None) -> None:
         require_columns(series, SERIES_COLUMNS + RANGE_COLUMNS[3:], "tier backlog series")
+        self._given_series, self._start, self._end, self._shared = series, start, end, window  # for the report
         self._series = series.copy()
         self._series["time"] = utc_naive(self._series["time"])
         self._reported = reported
@@ -308,9 +312,12 @@ class TierBacklog(ipw.VBox):
         self.broker_filter = ipw.SelectMultiple(options=[str(b) for b in brokers], value=(),
                                                 rows=min(6, max(3, len(brokers))), description="Brokers")
         self.measure = ipw.ToggleButtons(options=list(MEASURES), value="segments", description="Measure")
-        parts = list(dict.fromkeys(zip(self._series["topic"].astype(str), self._series["partition"].astype(int),
+        # a partition a reader refused is null: listed as "?" (a report builds this view too)
+        parts = list(dict.fromkeys(zip(self._series["topic"].astype(str),
+                                       [None if pd.isna(p) else int(p) for p in self._series["partition"]],
                                        strict=True)))
-        self.partition_choice = ipw.Dropdown(options=[(visible_text(f"{t}-{p}", 80), (t, p)) for t, p in parts],
+        self.partition_choice = ipw.Dropdown(options=[(visible_text(f"{t}-{id_text(p)}", 80), (t, p))
+                                                      for t, p in parts],
                                              value=parts[0] if parts else None, description="Ranges of")
         self.status = ipw.HTML()
         self.backlog_figure = FigureWidget()
@@ -332,6 +339,14 @@ class TierBacklog(ipw.VBox):
                                     brokers=self.broker_filter.value or None, start=self._lo, end=self._hi,
                                     reported=self._reported),
                 figure_tier_ranges(self._series, topic=topic, partition=partition, start=self._lo, end=self._hi))
+
+    def report_figures(self) -> list[go.Figure]:
+        """The static report's figures over the report's window: every partition's backlog in
+        segments, then in bytes, beside Kafka's gauges; then the first partition's offset ranges."""
+        lo, hi = report_window(self._start, self._end, self._shared)
+        return [*(figure_tier_backlog(self._given_series, measure=measure, start=lo, end=hi, reported=self._reported)
+                  for measure in ("segments", "bytes")),
+                figure_tier_ranges(self._given_series, start=lo, end=hi)]
 
     def _follow(self, change: dict) -> None:
         self._lo, self._hi = change["new"]

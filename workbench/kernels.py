@@ -43,7 +43,7 @@ COMPILED_PATHS: tuple[CompiledPath, ...] = (
     CompiledPath("batch header scan", ("workbench.formats.fastscan",), tables=("batches", "metadata")),
     CompiledPath("record decoder", ("workbench.formats.fastrecords",), tables=("records",)),
     CompiledPath("metadata record decoder", ("workbench.formats.fastmetadata",), tables=("metadata",)),
-    CompiledPath("ISR replays", ("workbench.analysis.isr_kernel",), tables=("metadata",), areas=("isr",)),
+    CompiledPath("ISR replays", ("workbench.analysis.isr.kernel",), tables=("metadata",), areas=("isr",)),
     CompiledPath("dump writers", ("workbench.formats.dumpfast",),
                  unreached="only `workbench dump` writes dump text; the dump tests compare it with Kafka's"),
 )

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.analysis import burrow
-from workbench.analysis.burrow import Offset
+from workbench.analysis.consumer_lag import burrow
+from workbench.analysis.consumer_lag.burrow import Offset
 
 
 def offsets(*rows):

@@ -12,6 +12,7 @@ from pyspark.testing import assertDataFrameEqual
 from tests.analysis.metadata_rows import at
 from workbench.analysis import consumer_lag as cl
 from workbench.analysis import logs
+from workbench.analysis.consumer_lag import burrow_history
 from workbench.errors import ConfigError
 from workbench.spark.batches import BATCHES_SCHEMA
 from workbench.spark.offsets import OFFSETS_SCHEMA
@@ -234,9 +235,9 @@ def test_burrow_status_of_many_partitions_per_call_equals_one_call_per_partition
     def one_call_per_partition(**kwargs):
         rows = cl.burrow_inputs(lags, growth, **kwargs)
         return rows.groupBy("group", "topic", "partition").applyInPandas(
-            lambda pdf: cl._burrow_kernel(pdf, 3, 0), cl.BURROW_SCHEMA)
+            lambda pdf: burrow_history._burrow_kernel(pdf, 3, 0), cl.BURROW_SCHEMA)
 
-    monkeypatch.setattr(cl, "BURROW_BUCKETS", 2)  # 18 partitions of groups in 2 calls
+    monkeypatch.setattr(burrow_history, "BURROW_BUCKETS", 2)  # 18 partitions of groups in 2 calls
     got = cl.burrow_status(lags, growth, intervals=3)
     assert got.count() == lags.count() > 150
     assert {r.status for r in got.select("status").distinct().collect()} >= {"OK", "STALL", "REWIND"}

@@ -17,6 +17,7 @@ from pyspark.testing import assertDataFrameEqual
 import workbench
 from tests.kafka_bundles import dump_entries
 from workbench.analysis import isr
+from workbench.analysis.isr.states import _FOLLOWED
 from workbench.formats.tooltext import parse_topics_describe
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -244,7 +245,7 @@ def test_one_replica_kept_as_parquet_is_replayed_from_its_files_as_the_reference
     one = workbench.load(workbench.open_bundle(tmp_path), spark, materialize_bytes=0)
     static = isr.static_min_isr(tables, {})
     states = isr.partition_states(one.metadata, static_min_isr=static)
-    assert isr._FOLLOWED.get(states) is not None  # the copy's own replay ran
+    assert _FOLLOWED.get(states) is not None  # the copy's own replay ran
     reference = isr.partition_states(one.metadata, static_min_isr=static, compiled=False)
     assert reference.where("under_min_isr").count() > 0
     assertDataFrameEqual(states, reference)

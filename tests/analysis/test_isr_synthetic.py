@@ -16,6 +16,8 @@ from pyspark.testing import assertDataFrameEqual
 import workbench
 from peer.synthetic import write_synthetic_metadata_log
 from workbench.analysis import isr
+from workbench.analysis.isr.states import _FOLLOWED
+from workbench.analysis.isr.verdicts import _GROUPED_PHRASES
 
 pytestmark = [pytest.mark.spark, pytest.mark.scale]
 
@@ -84,7 +86,7 @@ def test_a_replay_of_the_parquet_copy_equals_the_reference_replay(spark, tmp_pat
     synthetic_bundle(tmp_path, 20_000, topics=40, partitions=5)
     metadata = workbench.load(workbench.open_bundle(tmp_path), spark, materialize_bytes=0).metadata
     states = isr.partition_states(metadata)
-    assert isr._FOLLOWED.get(states) is not None  # the copy's own replay ran
+    assert _FOLLOWED.get(states) is not None  # the copy's own replay ran
     reference = isr.partition_states(metadata, compiled=False)
     assert reference.count() > 9_000
     assertDataFrameEqual(states, reference)
@@ -92,7 +94,7 @@ def test_a_replay_of_the_parquet_copy_equals_the_reference_replay(spark, tmp_pat
     assertDataFrameEqual(isr.partition_summary(states), isr.partition_summary(reference, compiled=False))
     # a frame derived from the states is not the replay's: counted and summarised from its rows
     derived = states.select("*")
-    assert isr._FOLLOWED.get(derived) is None
+    assert _FOLLOWED.get(derived) is None
     assertDataFrameEqual(isr.partition_summary(derived), isr.partition_summary(reference, compiled=False))
 
 
@@ -226,7 +228,7 @@ def test_area_findings_group_partitions_in_trouble_at_once(spark, tmp_path):
     per_pd = per.toPandas()
     assert len(per_pd) > 2_000 and per_pd["subject"].nunique() == 200
     got = isr.area_findings(states)
-    want = _grouped_oracle(per_pd, isr.GROUP_PARTITIONS, isr._GROUPED_PHRASES)
+    want = _grouped_oracle(per_pd, isr.GROUP_PARTITIONS, _GROUPED_PHRASES)
     assert len(want) < 10
     assertDataFrameEqual(got, spark.createDataFrame(pd.DataFrame(want, columns=per_pd.columns), per.schema))
     assert set(got.toPandas()["subject"]) >= {"200 partitions"}

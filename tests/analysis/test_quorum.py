@@ -7,6 +7,7 @@ import pytest
 
 from tests.analysis.metadata_rows import COLUMNS, MetadataLog, at
 from workbench.analysis import quorum
+from workbench.analysis.quorum import positions
 from workbench.spark.batches import BATCHES_SCHEMA
 from workbench.spark.metadata import METADATA_SCHEMA
 
@@ -143,7 +144,7 @@ def test_a_silent_scraper_stands_for_a_frozen_node_until_the_node_is_seen_past_i
     gauges = spark.createDataFrame([row(s, s) for s in range(11)] + [row(22, 30)], POSITIONS_DDL)
 
     def filled(moved):
-        got = quorum._unanswered(gauges, moved).orderBy("time").collect()
+        got = positions._unanswered(gauges, moved).orderBy("time").collect()
         return [((r.time - t0).total_seconds(), r.offset) for r in got]
 
     assert filled(None) == [(float(s), 10) for s in range(11, 22)]
@@ -156,7 +157,7 @@ def test_a_silent_scraper_stands_for_a_frozen_node_until_the_node_is_seen_past_i
     same = gauges.unionByName(spark.createDataFrame([row(10.3, 10, "prometheus_text")], POSITIONS_DDL))
     further = gauges.unionByName(spark.createDataFrame([row(10.4, 11, "prometheus_text")], POSITIONS_DDL))
     got = {name: [((r.time - t0).total_seconds(), r.offset) for r in
-                  quorum._unanswered(frame).where("source = 'jmxtool'").orderBy("time").collect()]
+                  positions._unanswered(frame).where("source = 'jmxtool'").orderBy("time").collect()]
            for name, frame in (("same", same), ("further", further))}
     assert got == {"same": [(float(s), 10) for s in range(11, 22)], "further": []}
 

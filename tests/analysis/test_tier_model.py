@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from workbench.analysis import _tier_model as model
+from workbench.analysis.tier import model
 
 NAN = float("nan")
 S = 1000.0

@@ -23,8 +23,8 @@ import pytest
 
 import workbench
 from peer.scenario import built_on
-from workbench.analysis import _tier_model as model
 from workbench.analysis import tier
+from workbench.analysis.tier import backlog, model
 
 #: The module's fixture replays the bundle once per version (several Spark jobs): on a loaded
 #: 2-core machine that takes longer than the default per-test limit.
@@ -91,7 +91,7 @@ def analysed(request, spark, kafka_bundle):
     local = tier.local_segments(tables["inventory"], tables["batches"], topics)
     attempts = tier.copy_attempts(tables["remote"]).where(f"topic = '{TOPIC}'")
     settings, env = tier.settings_for(tables["configs"], topics)
-    kin = tier._kernel_input(attempts, local, tier.leader_changes(tables, {}, topics)).toPandas()
+    kin = backlog._kernel_input(attempts, local, tier.leader_changes(tables, {}, topics)).toPandas()
     out["kernel"] = (kin, settings[TOPIC],
                      model.Env(env.task_interval_ms, env.check_interval_ms, tier.bundle_end_ms(tables, topics)))
     return out
@@ -256,7 +256,7 @@ def test_local_and_remote_ranges_cover_the_log(analysed):
 def test_a_hidden_range_is_reported_as_a_gap(analysed):
     """Remove one uploaded segment's events (as if lost): the history shows its offsets existed nowhere."""
     kin, settings, env = analysed["kernel"]
-    attempts, local, leaders = tier._split(kin)
+    attempts, local, leaders = backlog._split(kin)
     kept = attempts[(attempts.copy_finished.notna()) & attempts.delete_started.isna()].sort_values("start_offset")
     hidden = kept.iloc[len(kept) // 2]
     fewer = attempts[~((attempts.start_offset == hidden.start_offset) & (attempts.end_offset == hidden.end_offset))]

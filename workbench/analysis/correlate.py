@@ -38,6 +38,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
 from workbench.analysis._checks import require_columns
 from workbench.analysis.findings import FINDINGS_COLUMNS, severity_rank, subject_count
 
@@ -74,9 +77,6 @@ def chains(findings: DataFrame, *, gap: float = DEFAULT_GAP_S) -> DataFrame:
     --------
     >>> chains(all_findings(tables), gap=30).show()   # doctest: +SKIP
     """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     if gap < 0:
         raise ValueError(f"gap must be >= 0 seconds, got {gap}")
     require_columns(findings, FINDINGS_COLUMNS, "chains")
@@ -114,9 +114,6 @@ def chain_steps(chained: DataFrame) -> DataFrame:
         subjects it stands for: :func:`~workbench.analysis.findings.subject_count`), ``subject_type``, ``example``
         (one subject), ``order`` (1, 2, ... by ``first`` within the chain).
     """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     require_columns(chained, (*FINDINGS_COLUMNS, "chain"), "chain_steps")
     grouped = chained.groupBy("chain", "area", "kind").agg(
         F.min(severity_rank()).alias("_rank"), F.min("start").alias("first"),
@@ -138,8 +135,6 @@ def chain_summaries(chained: DataFrame) -> DataFrame:
         ``chain, start, end, severity, findings`` (count), ``areas`` (in order of appearance),
         ``story`` (``area: what → area: what``, each step naming its subject, or how many).
     """
-    from pyspark.sql import functions as F
-
     steps = chain_steps(chained)
     kind_text = F.regexp_replace("kind", "_", " ")
     what = F.when(F.col("subjects") == 1, F.concat(F.col("subject_type"), F.lit(" "), F.col("example"), F.lit(" "),
@@ -172,8 +167,6 @@ def summary_paragraph(chained: DataFrame, *, areas_without_data: list[str] | Non
     >>> summary_paragraph(chains(all_findings(tables)))   # doctest: +SKIP
     '7 warning or critical finding(s) (5 critical) in 2 chain(s) between 03:12:05 and 03:14:40 UTC. ...'
     """
-    from pyspark.sql import functions as F
-
     counts = chained.agg(F.count("*").alias("n"), F.sum((F.col("severity") == "critical").cast("int")).alias("crit"),
                          F.min("start").alias("first"), F.max(F.coalesce("end", "start")).alias("last"),
                          F.countDistinct("chain").alias("chains")).collect()[0]

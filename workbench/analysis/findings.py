@@ -29,6 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -46,8 +49,6 @@ SEVERITIES: tuple[str, ...] = ("critical", "warning", "info")
 
 def severity_rank(column: str = "severity") -> Column:
     """A Spark column ranking severities (0 = critical), for ordering findings most severe first."""
-    from pyspark.sql import functions as F
-
     rank = F.lit(len(SEVERITIES))
     for i, name in reversed(list(enumerate(SEVERITIES))):
         rank = F.when(F.col(column) == name, F.lit(i)).otherwise(rank)
@@ -201,8 +202,6 @@ def areas() -> dict[str, Area]:
 
 def ordered_findings(frame: DataFrame) -> DataFrame:
     """Findings most severe first, then earliest first, then by area and subject."""
-    from pyspark.sql import functions as F
-
     return frame.orderBy(severity_rank(), F.col("start").asc_nulls_last(), "area", "subject", "kind")
 
 
@@ -214,8 +213,6 @@ def subject_count() -> Column:
     """An aggregate column: how many subjects a set of findings is about.
     A subject in two grouped findings (:func:`grouped_findings`) counts twice.
     """
-    from pyspark.sql import functions as F
-
     grouped = F.col("figures")["subjects"]
     return (F.countDistinct(F.when(grouped.isNull(), F.col("subject")))
             + F.coalesce(F.sum(grouped), F.lit(0.0)).cast("long"))
@@ -255,9 +252,6 @@ def grouped_findings(findings: DataFrame, *, min_subjects: int, phrases: Mapping
     --------
     >>> grouped_findings(isr.findings(states), min_subjects=20).show()   # doctest: +SKIP
     """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     from workbench.analysis._checks import require_columns
 
     if min_subjects < 2:

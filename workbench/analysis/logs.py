@@ -24,7 +24,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
 from workbench.analysis._checks import require_columns
+from workbench.analysis.sql import sql_name
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -73,9 +77,6 @@ def log_growth(batches: DataFrame, *, topics: Sequence[str] | None = None,
     --------
     >>> log_growth(tables.batches, topics=["orders"]).show()   # doctest: +SKIP
     """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     require_columns(batches, (*_NEEDED, "path"), "log_growth")
     metadata_asked = topics is not None and METADATA_TOPIC in topics
     # log segments only: a KRaft snapshot (.checkpoint) is not part of the log
@@ -115,8 +116,6 @@ def batches_of(tables: Any, topics: Sequence[str]) -> DataFrame:
 
     >>> batches_of(tables, [METADATA_TOPIC]).count()   # doctest: +SKIP
     """
-    from pyspark.sql import functions as F
-
     wanted = sorted(set(topics))
 
     def compute() -> DataFrame:
@@ -144,8 +143,6 @@ def asof(left: DataFrame, right: DataFrame, *, by: Sequence[str], left_time: str
     >>> asof(commits, log_growth(batches), by=["topic", "partition"], left_time="commit_time",
     ...      right_time="reached", columns=["end_offset", "bytes_end"], suffix="_at_commit")   # doctest: +SKIP
     """
-    from pyspark.sql import functions as F
-
     require_columns(left, (*by, left_time), "asof (left)")
     require_columns(right, (*by, right_time, *columns), "asof (right)")
     # the left rows travel through the union themselves: tagging them with an id and joining back
@@ -154,7 +151,7 @@ def asof(left: DataFrame, right: DataFrame, *, by: Sequence[str], left_time: str
     carried_names = [f"_asof_c{i}" for i in range(len(columns))]
     # SQL text, not Columns built in Python: one py4j round trip per expression instead of one per
     # function, literal, cast and alias (thousands per call on a wide left side)
-    q = _quote
+    q = sql_name
     keys = [q(b) for b in by]
 
     def null_of(column: str, name: str) -> Column:
@@ -178,19 +175,12 @@ def asof(left: DataFrame, right: DataFrame, *, by: Sequence[str], left_time: str
                               *[q(c + suffix) for c in columns])
 
 
-def _quote(name: str) -> str:
-    """A column name as a SQL identifier."""
-    return "`" + name.replace("`", "``") + "`"
-
-
 def log_end_at(growth: DataFrame, instants: DataFrame, *, time: str = "time") -> DataFrame:
     """The log end offset and bytes of each partition at the given instants.
 
     ``instants`` has ``topic, partition`` and a timestamp column ``time``. Adds ``log_end_offset`` and
     ``log_end_bytes`` (null before the bundle's first batch) and ``log_end_reached``.
     """
-    from pyspark.sql import functions as F
-
     return asof(instants, growth.withColumnRenamed("end_offset", "log_end_offset")
                 .withColumnRenamed("bytes_end", "log_end_bytes").withColumn("log_end_reached", F.col("reached")),
                 by=["topic", "partition"], left_time=time, right_time="reached",

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
 from workbench.analysis._checks import require_columns
 
 if TYPE_CHECKING:
@@ -31,8 +34,6 @@ def ordered_records(metadata: DataFrame) -> DataFrame:
 
     >>> ordered_records(tables.metadata).orderBy("cluster_id", "offset", "seq").show()   # doctest: +SKIP
     """
-    from pyspark.sql import functions as F
-
     require_columns(metadata, _NEEDED, "ordered_records")
     found = metadata.where(F.col("file_kind").isin("segment", "snapshot")).groupBy(
         "cluster_id", "node_id", "path", "file_kind").agg(F.min("offset").alias("first"), F.max("offset").alias("last"))
@@ -53,9 +54,6 @@ def ordered_records(metadata: DataFrame) -> DataFrame:
 
 def _cluster_records(metadata: DataFrame, spans: list[tuple[int, int, int]]) -> DataFrame:
     """:func:`ordered_records` of one cluster's rows (``spans``: its segments' first and last offsets and node)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     log = metadata.where(F.col("file_kind") == "segment")
     if len({node for _f, _l, node in spans}) > 1 or any(b[0] <= a[1] for a, b in zip(spans, spans[1:], strict=False)):
         best = Window.partitionBy("cluster_id", "offset").orderBy(F.col("leader_epoch").desc(), F.col("node_id"))
@@ -114,7 +112,6 @@ def cluster_restarts(metadata: DataFrame) -> DataFrame:
     """
     import datetime
 
-    from pyspark.sql import functions as F
 
     require_columns(metadata, (*_NEEDED, "broker_id", "fenced", "in_controlled_shutdown"), "cluster_restarts")
     ordered = ordered_records(metadata)

@@ -27,7 +27,7 @@ sees them, which costs memory in proportion to that key's rows.
 A replay typically keeps its state in a few NumPy arrays and does the work in one compiled
 (numba) function per batch, over the batch's columns as arrays: memory is bounded by one batch
 and one key's state, whatever the log size, and the rows never become Python objects.
-:mod:`workbench.analysis.isr_kernel` is the worked example.
+:mod:`workbench.analysis.isr.kernel` is the worked example.
 
 Examples
 --------
@@ -61,6 +61,8 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+from pyspark.sql import functions as F
 
 if TYPE_CHECKING:
     import numpy as np
@@ -301,7 +303,6 @@ def _ordered_runs(df: DataFrame, keys: list[str], order: list[str], partitions: 
                   pack_rows: int) -> tuple[DataFrame, Any]:
     """The packed runs of ``df``, partitioned by key and sorted (steps 1 and 2), and its Arrow schema."""
     import pyarrow as pa
-    from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     arrays = [f.name for f in df.schema.fields if isinstance(f.dataType, T.ArrayType)]
@@ -495,7 +496,6 @@ def replay_files(spark: Any, files: Sequence[str], columns: Sequence[str], prepa
     import shutil
 
     import pyarrow.parquet as pq
-    from pyspark.sql import functions as F
 
     from workbench.spark.source import arrow_schema as to_arrow
 
@@ -564,7 +564,6 @@ def _write_replayed(spark: Any, ordered: DataFrame, run: Callable[[Iterator[Any]
     rows read back."""
     import os
 
-    from pyspark.sql import functions as F
 
     group_rows = row_group_rows or ROW_GROUP_ROWS
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyspark.sql import functions as F
+
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
@@ -16,8 +18,6 @@ __all__ = ["bytes_text", "duration_text", "time_text"]
 
 
 def _col(column: Column | str) -> Column:
-    from pyspark.sql import functions as F
-
     return F.col(column) if isinstance(column, str) else column
 
 
@@ -28,8 +28,6 @@ def bytes_text(column: Column | str) -> Column:
     --------
     >>> findings.select(bytes_text("peak_bytes"))    # doctest: +SKIP
     """
-    from pyspark.sql import functions as F
-
     v = _col(column).cast("double")
     out = F.concat(F.format_string("%.0f", v), F.lit(" B"))
     # the largest unit's test is the outermost: it is asked first
@@ -41,8 +39,6 @@ def bytes_text(column: Column | str) -> Column:
 
 def duration_text(column: Column | str) -> Column:
     """A duration given in milliseconds: ``850 ms``, ``42.1 s``, ``41 min``, ``2.5 h``."""
-    from pyspark.sql import functions as F
-
     v = _col(column).cast("double")
     return (F.when(v >= 3_600_000, F.concat(F.format_string("%.1f", v / 3_600_000), F.lit(" h")))
             .when(v >= 60_000, F.concat(F.format_string("%.0f", v / 60_000), F.lit(" min")))
@@ -52,6 +48,4 @@ def duration_text(column: Column | str) -> Column:
 
 def time_text(column: Column | str) -> Column:
     """A moment (a timestamp column, in the session's UTC) to the second: ``2026-03-01 03:12:05 UTC``."""
-    from pyspark.sql import functions as F
-
     return F.concat(F.date_format(_col(column), "yyyy-MM-dd HH:mm:ss"), F.lit(" UTC"))
