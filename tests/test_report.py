@@ -275,7 +275,10 @@ def test_small_report_hides_code_and_parameters_and_embeds_plotly(tmp_path: Path
         'pio.renderers.default = "plotly_mimetype+notebook"\n'
         "import sys\n"
         "print('noise on stderr', file=sys.stderr)\n"
-        "go.Figure(go.Bar(x=['a'], y=[1]), layout={'title': {'text': 'SECRET_FIGURE ' + topics}}).show()",
+        "go.Figure(go.Bar(x=['a'], y=[1]), layout={'title': {'text': 'SECRET_FIGURE ' + topics}}).show()\n"
+        # a view built in report mode makes widgets it never displays (widgets.linking.show)
+        "import ipywidgets\n"
+        "slider = ipywidgets.IntSlider(value=3)",
     )
     kept = tmp_path / "kept" / "executed.ipynb"
 
@@ -291,6 +294,7 @@ def test_small_report_hides_code_and_parameters_and_embeds_plotly(tmp_path: Path
     text = out.read_text(encoding="utf-8")
     assert out == (tmp_path / "out" / "r.html").resolve()
     assert kept.is_file()
+    assert "widgets" not in nbformat.read(str(kept), as_version=4).metadata  # no widget state kept
     assert [layout["title"]["text"] for layout in plotly_divs(text).values()] == ["SECRET_FIGURE orders"]
     assert "pio.renderers.default" not in text  # no code
     assert 'topics = "orders"' not in text  # no injected parameters

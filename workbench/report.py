@@ -309,6 +309,9 @@ def _execute(notebook: Path, executed: Path, parameters: dict[str, Any], kernel_
             log_output=False,
             execution_timeout=timeout,
             extra_arguments=KERNEL_ARGUMENTS,
+            # a report is static HTML: widget state kept in the notebook would make nbconvert load
+            # the widget manager from a CDN (and carry every widget's data twice)
+            store_widget_state=False,
             **(engine or {"kernel_manager_class": _kernel_manager_class()}),
         )
     except PapermillExecutionError as exc:
@@ -801,7 +804,8 @@ def _kept_kernel_engine() -> type:
             client = PapermillNotebookClient(nb_man, km=kernel.km, kernel_name=kernel_name, timeout=execution_timeout,
                                              startup_timeout=start_timeout, log=logger, log_output=log_output,
                                              stdout_file=stdout_file, stderr_file=stderr_file,
-                                             extra_arguments=list(extra_arguments or []))
+                                             extra_arguments=list(extra_arguments or []),
+                                             store_widget_state=False)
             client.kc = kernel.kc  # None the first time: nbclient starts the kernel and its client
             starting = not kernel.km.has_kernel
             try:
