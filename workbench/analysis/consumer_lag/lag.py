@@ -12,6 +12,7 @@ from workbench.analysis._checks import require_columns
 from workbench.analysis.consumer_lag.inputs import _leaders, _metrics, commits_for, growth_for, log_offsets_from_metrics
 from workbench.analysis.logs import asof
 from workbench.errors import ConfigError
+from workbench.params import parse_instant
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -85,13 +86,12 @@ def lag_at(commits: DataFrame, growth: DataFrame, instants: DataFrame | Sequence
 
 
 def _as_datetime(value: Any) -> dt.datetime:
-    if isinstance(value, dt.datetime):
-        return value if value.tzinfo is None else value.astimezone(dt.UTC).replace(tzinfo=None)
-    try:
-        parsed = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise ConfigError(f"instant: expected a date/time such as 2026-03-01T03:12:00, got {value!r}") from exc
-    return parsed if parsed.tzinfo is None else parsed.astimezone(dt.UTC).replace(tzinfo=None)
+    """An instant given by a person (:func:`workbench.params.parse_instant`) as a naive UTC datetime,
+    what a Spark timestamp literal in the session's UTC takes; none is refused."""
+    stamp = parse_instant(value, "instant")
+    if stamp is None:
+        raise ConfigError(f"instant: expected a date and time such as 2026-03-01T03:12:05, got {value!r}")
+    return stamp.replace(tzinfo=None)
 
 
 def _lag_rows(positions: DataFrame, growth: DataFrame, *, time: str, leaders: DataFrame | None,
