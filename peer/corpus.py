@@ -635,14 +635,14 @@ def targets(v: Variant, bundle: Path) -> set[str]:
     """What variant ``v`` exercises, by the registries: ``reader:<table>`` (the table its value enters),
     ``table:<name>`` for every table reading its file (:func:`workbench.spark.registry.table_specs`),
     ``area:<name>`` for every area reading one of them (:func:`workbench.analysis.findings.areas`) and
-    ``path:<name>`` for every compiled path (:data:`workbench.kernels.COMPILED_PATHS`) whose tables do."""
+    ``path:<name>`` for every compiled path (:func:`workbench.kernels.compiled_paths`) whose tables do."""
     from workbench.analysis.findings import areas
-    from workbench.kernels import COMPILED_PATHS
+    from workbench.kernels import compiled_paths
 
     touched = _tables_reading(bundle, v.path)
     out = {f"reader:{v.reader}"} | {f"table:{t}" for t in touched}
     out |= {f"area:{name}" for name, area in areas().items() if set(area.tables) & touched}
-    out |= {f"path:{p.name}" for p in COMPILED_PATHS if set(p.tables) & touched}
+    out |= {f"path:{p.name}" for p in compiled_paths() if set(p.tables) & touched}
     return out
 
 

@@ -17,7 +17,7 @@ compiled path (:func:`peer.corpus.covering`, from the registries: a new one is c
 edit), and the three bundles of issue 43 (a PartitionChangeRecord batch stamped in the year 3000,
 at 2^62 ms, at -5 ms), one of them also through the real ``workbench report``; ``make test-full``
 the whole corpus. A module with a compiled kernel that no compiled path names
-(:data:`workbench.kernels.COMPILED_PATHS`), or a compiled path no variant reaches, fails here.
+(:func:`workbench.kernels.compiled_paths`), or a compiled path no variant reaches, fails here.
 
 Variants of one scenario then go through the real report pipeline (the composed notebook, its HTML,
 the summary JSON, the exit code) in two kept kernels taking reports from one queue, each one Python
@@ -65,13 +65,13 @@ def test_each_bad_value_is_a_problem_and_nothing_else_changes(spark, variants, t
 def test_every_kernel_module_is_on_a_compiled_path_that_a_bad_value_reaches(variants, kafka_bundle):
     from pathlib import Path
 
-    from workbench.kernels import COMPILED_PATHS, kernel_modules
+    from workbench.kernels import compiled_paths, kernel_modules
 
-    declared = {m for p in COMPILED_PATHS for m in p.modules}
+    declared = {m for p in compiled_paths() for m in p.modules}
     assert kernel_modules() - declared == set(), "a module with a numba kernel is on no compiled path"
     bundles = {s: Path(kafka_bundle(BUNDLES[s], VERSION)) for s in BUNDLES}
     reached = set().union(*(targets(v, bundles[v.scenario]) for v in variants))
-    missed = {p.name for p in COMPILED_PATHS if not p.unreached and f"path:{p.name}" not in reached}
+    missed = {p.name for p in compiled_paths() if not p.unreached and f"path:{p.name}" not in reached}
     assert missed == set(), "compiled paths no bad value of the corpus reaches"
 
 

@@ -26,27 +26,35 @@ from typing import Any
 
 @dataclass(frozen=True)
 class CompiledPath:
-    """One way the workbench reaches compiled (numba) kernels: the modules whose kernels it runs, and
+    """One way the workbench reaches compiled (numba) kernels: the module whose kernels it runs, and
     the tables whose read or the areas whose findings run them (``unreached``: why a bundle's
-    findings never do, for a path only a command takes)."""
+    findings never do, for a path only a command takes). ``warm`` (``"module:function"``, called
+    with the demo bundle's tables, returning a row count) runs the kernels the tables' reads do not.
+
+    Each kernel module declares its path as a plain mapping ``COMPILED_PATH`` (no import of this
+    module needed); :func:`compiled_paths` collects them, so a new kernel adds no line here."""
 
     name: str
     modules: tuple[str, ...]
     tables: tuple[str, ...] = ()
     areas: tuple[str, ...] = ()
     unreached: str = ""
+    warm: str = ""
 
 
-#: Every compiled path. A module with a numba kernel that no path names fails
-#: ``tests/test_bad_value_corpus.py``, and so does a path no bad value of the corpus reaches.
-COMPILED_PATHS: tuple[CompiledPath, ...] = (
-    CompiledPath("batch header scan", ("workbench.formats.fastscan",), tables=("batches", "metadata")),
-    CompiledPath("record decoder", ("workbench.formats.fastrecords",), tables=("records",)),
-    CompiledPath("metadata record decoder", ("workbench.formats.fastmetadata",), tables=("metadata",)),
-    CompiledPath("ISR replays", ("workbench.analysis.isr.kernel",), tables=("metadata",), areas=("isr",)),
-    CompiledPath("dump writers", ("workbench.formats.dumpfast",),
-                 unreached="only `workbench dump` writes dump text; the dump tests compare it with Kafka's"),
-)
+def compiled_paths() -> tuple[CompiledPath, ...]:
+    """Every compiled path: the ``COMPILED_PATH`` of each module with a numba kernel
+    (:func:`kernel_modules`), by module name. A kernel module declaring none is on no path, which
+    ``tests/test_bad_value_corpus.py`` refuses."""
+    import importlib
+
+    paths = []
+    for name in sorted(kernel_modules()):
+        declared = getattr(importlib.import_module(name), "COMPILED_PATH", None)
+        if declared is not None:
+            paths.append(CompiledPath(modules=(name,), **{k: tuple(v) if isinstance(v, list | tuple) else v
+                                                            for k, v in declared.items()}))
+    return tuple(paths)
 
 
 def kernel_modules() -> set[str]:
@@ -120,19 +128,27 @@ def compile_kernels(spark: Any = None, *, report: Callable[[str], None] | None =
     took["dump writers"] = time.perf_counter() - t
     say(f"dump writers: {len(files)} files, {took['dump writers']:.1f} s")
 
+    import importlib
+
     import workbench
-    from workbench.analysis import isr
     from workbench.session import session
 
     t = time.perf_counter()
     spark = spark or session()
     with open_bundle(bundle) as opened:
         tables = workbench.load(opened, spark)
-        # the decoders, in Spark's Python workers: batches, records, metadata records
-        rows = sum(getattr(tables, name).count() for name in ("batches", "records", "metadata"))
-        # the ISR replays (partition states, per-broker counts, per-partition summaries)
-        states = isr.states_for(tables, {})
-        rows += states.count() + isr.under_min_isr_counts(states).count() + isr.partition_summary(states).count()
+        rows, counted = 0, set()
+        for path in compiled_paths():
+            if path.unreached:
+                continue
+            # the decoders run in Spark's Python workers as the tables are read
+            for name in path.tables:
+                if name not in counted:
+                    counted.add(name)
+                    rows += getattr(tables, name).count()
+            if path.warm:  # the kernels an analysis runs on what the tables hold
+                module, function = path.warm.split(":")
+                rows += getattr(importlib.import_module(module), function)(tables)
     took["decoders and replays"] = time.perf_counter() - t
     say(f"decoders and replays on the demo bundle: {rows} rows, {took['decoders and replays']:.1f} s")
     return took

@@ -33,6 +33,10 @@ from numba import njit
 
 from workbench.formats.fastrecords import _copy, _scan_batch, _utf8_ok, _uvarint, _zigzag
 
+#: How the workbench reaches this module's kernels (:func:`workbench.kernels.compiled_paths`).
+COMPILED_PATH = {"name": "dump writers",
+                 "unreached": "only `workbench dump` writes dump text; the dump tests compare it with Kafka's"}
+
 __all__ = [
     "M_COLUMNS",
     "kafka_text_run",

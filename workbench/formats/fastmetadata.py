@@ -72,6 +72,9 @@ from workbench.formats.messages import uuid_from_str
 from workbench.formats.metadata import METADATA_SCHEMAS, decode_metadata_record
 from workbench.formats.problems import ProblemLog
 
+#: How the workbench reaches this module's kernels (:func:`workbench.kernels.compiled_paths`).
+COMPILED_PATH = {"name": "metadata record decoder", "tables": ("metadata",)}
+
 __all__ = [
     "METADATA_ARROW_SCHEMA",
     "TYPED_COLUMNS",

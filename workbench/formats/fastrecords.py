@@ -47,6 +47,9 @@ from workbench.formats.batch import V2_HEADER_SIZE, Batch, Record, _resolve_log,
 from workbench.formats.compression import CODEC_NAMES, CodecError, decompress
 from workbench.formats.problems import ProblemLog
 
+#: How the workbench reaches this module's kernels (:func:`workbench.kernels.compiled_paths`).
+COMPILED_PATH = {"name": "record decoder", "tables": ("records",)}
+
 __all__ = ["RECORDS_ARROW_SCHEMA", "HEADERS_TYPE", "records_table", "records_table_from_file"]
 
 HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.large_binary())]))

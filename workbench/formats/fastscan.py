@@ -51,6 +51,9 @@ from workbench.formats.batch import (
 from workbench.formats.compression import CODEC_NAMES
 from workbench.formats.problems import ProblemLog
 
+#: How the workbench reaches this module's kernels (:func:`workbench.kernels.compiled_paths`).
+COMPILED_PATH = {"name": "batch header scan", "tables": ("batches", "metadata")}
+
 __all__ = ["HEADER_DTYPE", "SCAN_COLUMNS", "scan_batch_columns"]
 
 #: The 61-byte v2 batch header as a packed big-endian NumPy record.

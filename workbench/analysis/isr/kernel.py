@@ -32,6 +32,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
+#: How the workbench reaches this module's kernels (:func:`workbench.kernels.compiled_paths`).
+COMPILED_PATH = {"name": "ISR replays", "tables": ("metadata",), "areas": ("isr",),
+                 "warm": "workbench.analysis.isr.summary:warm_kernels"}
+
 __all__ = ["COUNTS_SCHEMA", "CountSteps", "CountsReplay", "IsrReplay", "MinIsrConfigs", "REPLAY_SCHEMA",
            "STEPS_SCHEMA", "SUMMARY_SCHEMA", "SummaryReplay", "TopicInfo", "min_isr_configs", "summary_rows"]
 

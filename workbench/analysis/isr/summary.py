@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from workbench.analysis._checks import require_columns
-from workbench.analysis.isr.states import _FOLLOWED
+from workbench.analysis.isr.states import _FOLLOWED, states_for
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -204,3 +204,11 @@ def _severity() -> Column:
 def final_state_counts(final: DataFrame) -> DataFrame:
     """How many partitions ended in each state (of :func:`final_states`): ``state, partitions``, least healthy first."""
     return final.groupBy("state").agg(F.count("*").alias("partitions")).orderBy(_severity())
+
+
+def warm_kernels(tables: Any) -> int:
+    """Run every ISR kernel once on ``tables`` (the replays of partition states, per-broker counts
+    and per-partition summaries), so ``workbench compile`` leaves their machine code cached; the
+    rows they gave."""
+    states = states_for(tables, {})
+    return states.count() + under_min_isr_counts(states).count() + partition_summary(states).count()
