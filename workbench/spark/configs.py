@@ -250,6 +250,23 @@ def static_config(tables: Mapping[str, DataFrame], name: str) -> DataFrame:
             .select("node_id", "value", "path").orderBy("node_id", "path"))
 
 
+def static_settings(tables: Any) -> list[tuple[int | None, str, str | None, str]]:
+    """Every static setting of the nodes' properties files as ``(node_id, name, value, path)``.
+
+    Collected once per loaded bundle (``tables.kept``; tables without it collect each time): several
+    areas read a few settings each, and one small collect costs what one setting's did.
+    """
+    from pyspark.sql import functions as F
+
+    def collect() -> list[tuple[int | None, str, str | None, str]]:
+        return [(r["node_id"], r["name"], r["value"], r["path"]) for r in
+                tables["configs"].where(F.col("scope") == "static").select("node_id", "name", "value", "path")
+                .orderBy("node_id", "path").collect()]
+
+    keep = getattr(tables, "kept", None)
+    return keep("configs.static", collect) if keep is not None else collect()
+
+
 def effective_configs(configs: DataFrame, at: Any = None) -> DataFrame:
     """The settings in effect at ``at`` (timestamp or ISO string; default the end of the bundle).
 

@@ -44,7 +44,7 @@ def static_min_isr(tables: Any, params: Mapping[str, Any]) -> int | dict[str | N
 def configured_min_isr(tables: Any) -> dict[str | None, int]:
     """Per cluster id, the static ``min.insync.replicas`` of its brokers' ``server.properties``.
 
-    Read with :func:`workbench.spark.configs.static_config`. A broker is a node whose
+    Read with :func:`workbench.spark.configs.static_settings`. A broker is a node whose
     ``process.roles`` names ``broker`` (or that has no ``process.roles``: ZooKeeper mode); a
     broker whose file does not set the setting has Kafka's default, 1; a value that is not a
     positive integer counts as not set. Where a cluster's brokers disagree the smallest value is
@@ -56,11 +56,12 @@ def configured_min_isr(tables: Any) -> dict[str | None, int]:
     >>> configured_min_isr(tables)                                    # doctest: +SKIP
     {'MkU3OEVBNTcwNTJENDM2Qg': 2}
     """
-    from workbench.spark.configs import static_config
+    from workbench.spark.configs import static_settings
 
     clusters = tables.bundle.node_clusters() if hasattr(tables, "bundle") else {}
-    roles = {r["node_id"]: r["value"] for r in static_config(tables, "process.roles").collect()}
-    values = {r["node_id"]: r["value"] for r in static_config(tables, MIN_ISR_CONFIG).collect()}
+    static = static_settings(tables)
+    roles = {node: value for node, name, value, _ in static if name == "process.roles"}
+    values = {node: value for node, name, value, _ in static if name == MIN_ISR_CONFIG}
     out: dict[str | None, int] = {}
     for node in sorted(set(roles) | set(values)):
         role = roles.get(node)

@@ -57,11 +57,6 @@ def settings_from(params: Mapping[str, Any]) -> dict[str, float]:
 _ANALYSED: dict[tuple, MirrorAnalysis] = {}
 
 
-def _derive(tables: Any, key: str, compute: Any) -> DataFrame:
-    """``tables.derive`` with the lineage cut, so plans built on several earlier results do not grow."""
-    return tables.derive(key, lambda: compute().localCheckpoint(eager=True))
-
-
 def analyse(tables: Any, params: Mapping[str, Any] | None = None, *, start: Any = None,
             end: Any = None) -> MirrorAnalysis:
     """Every mirror result of a bundle, computed once per tables, parameters and window.
@@ -89,7 +84,7 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None, *, start: Any 
     mirror_clusters = {int(r["node_id"]): r["cluster"] for r in  # a row of unknown node names no node's cluster
                        mirror.where(F.col("cluster").isNotNull() & F.col("node_id").isNotNull())
                        .select("node_id", "cluster").distinct().collect()}
-    observations = _derive(tables, f"{tag}:observations", lambda: lro_observations(mirror))
+    observations = tables.derive(f"{tag}:observations", lambda: lro_observations(mirror))
     upstream = [r[0] for r in observations.select("topic").distinct().collect()]
     clusters = cluster_of_nodes(tables.bundle, mirror_clusters, flows, upstream)
     nodes_by_alias: dict[str, list[int]] = {}
@@ -108,24 +103,24 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None, *, start: Any 
         partitions = partitions.unionByName(
             spark.createDataFrame(sorted(set(configured)), "source_alias string, target_alias string, topic string, "
                                                            "partition int")).distinct()
-    partitions = _derive(tables, f"{tag}:partitions", lambda: partitions)
+    partitions = tables.derive(f"{tag}:partitions", lambda: partitions)
     sources = {f.source: nodes_by_alias.get(f.source, []) for f in flows}
-    growth = _derive(tables, f"{tag}:growth", lambda: source_growth(tables.batches, partitions, sources))
+    growth = tables.derive(f"{tag}:growth", lambda: source_growth(tables.batches, partitions, sources))
     w = s["window_s"]
-    timeline = _derive(tables, f"{tag}:timeline", lambda: lag_timeline(growth, observations, window_s=w,
+    timeline = tables.derive(f"{tag}:timeline", lambda: lag_timeline(growth, observations, window_s=w,
                                                                        start=start, end=end))
-    windows = _derive(tables, f"{tag}:windows", lambda: lag_windows(timeline, window_s=w))
-    episodes = _derive(tables, f"{tag}:episodes", lambda: outage_episodes(
+    windows = tables.derive(f"{tag}:windows", lambda: lag_windows(timeline, window_s=w))
+    episodes = tables.derive(f"{tag}:episodes", lambda: outage_episodes(
         timeline, observations, growth, min_outage_s=s["outage_min_s"], start=start, end=end))
-    outages = _derive(tables, f"{tag}:outages", lambda: flow_outages(
+    outages = tables.derive(f"{tag}:outages", lambda: flow_outages(
         observations, growth, episodes=episodes, min_outage_s=s["outage_min_s"], start=start, end=end))
     source_nodes = sorted({n for f in flows for n in nodes_by_alias.get(f.source, [])})
     target_nodes = sorted({n for f in flows for n in nodes_by_alias.get(f.target, [])})
     offsets = tables.offsets
-    audit = _derive(tables, f"{tag}:audit", lambda: translation_audit(
+    audit = tables.derive(f"{tag}:audit", lambda: translation_audit(
         mirror, observations, effective_commits(offsets, source_nodes), effective_commits(offsets, target_nodes),
         flows, window_s=w, stale_s=s["stale_s"]))
-    metrics = _derive(tables, f"{tag}:metrics", lambda: reported_metrics(tables.metrics, flows))
+    metrics = tables.derive(f"{tag}:metrics", lambda: reported_metrics(tables.metrics, flows))
     result = MirrorAnalysis(flows, clusters, partitions, observations, growth, timeline, windows, episodes, outages,
                             audit, metrics, [], w)
     result.missing = missing_inputs(result, tables)

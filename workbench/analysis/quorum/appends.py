@@ -11,6 +11,8 @@ from pyspark.sql import functions as F
 from workbench.analysis._checks import require_columns
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pyspark.sql import DataFrame
 
 
@@ -160,7 +162,8 @@ class NoOpWriting:
 
 
 def noop_writing(metadata: DataFrame, configs: DataFrame | None = None, *, idle_ms: int | None = None,
-                 stall_multiple: float = DEFAULT_STALL_MULTIPLE) -> NoOpWriting:
+                 stall_multiple: float = DEFAULT_STALL_MULTIPLE,
+                 configured: Sequence[str | None] | None = None) -> NoOpWriting:
     """Whether the cluster writes NoOpRecords, with the idle interval and stall threshold in force.
 
     A small driver-side summary (a few aggregates) that the frame functions take as parameters.
@@ -176,6 +179,9 @@ def noop_writing(metadata: DataFrame, configs: DataFrame | None = None, *, idle_
         Overrides the configured interval.
     stall_multiple : float
         Gaps longer than this many intervals are stalls.
+    configured : sequence of str, optional
+        The interval's values in the properties files, when already read
+        (:func:`workbench.spark.configs.static_settings`); ``configs`` is then not queried.
 
     Examples
     --------
@@ -194,9 +200,10 @@ def noop_writing(metadata: DataFrame, configs: DataFrame | None = None, *, idle_
     chosen = DEFAULT_IDLE_MS
     if idle_ms is not None and idle_ms > 0:
         chosen, source = int(idle_ms), "given"
-    elif configs is not None:
-        values = [r["value"] for r in configs.where((F.col("scope") == "static") & (F.col("name") == IDLE_CONFIG))
-                  .select("value").collect()]
+    elif configured is not None or configs is not None:
+        values = list(configured) if configured is not None else [
+            r["value"] for r in configs.where((F.col("scope") == "static") & (F.col("name") == IDLE_CONFIG))
+            .select("value").collect()]
         parsed = [int(v) for v in values if v is not None and v.strip().isdigit()]
         if parsed:
             chosen, source = max(parsed), "the controllers' properties"

@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from workbench.analysis.metadata_log import restarts_for
 from workbench.analysis.quorum.appends import (
     DEFAULT_STALL_MULTIPLE,
+    IDLE_CONFIG,
     METADATA_TOPIC,
     NoOpWriting,
     cadence,
@@ -82,7 +83,10 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> QuorumAnaly
         return cache[key]
     metadata = tables.metadata
     configs = tables.configs
-    writing = noop_writing(metadata, configs, idle_ms=idle, stall_multiple=multiple)
+    from workbench.spark.configs import static_settings
+
+    idle_values = [value for _, name, value, _ in static_settings(tables) if name == IDLE_CONFIG]
+    writing = noop_writing(metadata, configs, idle_ms=idle, stall_multiple=multiple, configured=idle_values)
     # the metadata log's batches only: the inventory names its files (not every data segment read)
     from workbench.analysis.logs import batches_of
 

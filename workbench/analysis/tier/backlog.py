@@ -137,6 +137,24 @@ def _split(pdf: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple[fl
     return attempts, local, compact
 
 
+def _kept(tables: Any, key: str, compute: Any) -> Any:
+    keep = getattr(tables, "kept", None)
+    return keep(key, compute) if keep is not None else compute()
+
+
+def _settings(tables: Any, topics: list[str]) -> tuple[dict[str, model.TopicSettings], model.Env]:
+    """:func:`settings_for` the topics, collected once per loaded bundle (both kernels and the
+    task interval read it)."""
+    return _kept(tables, f"tier.settings:{sorted(topics)}", lambda: settings_for(tables["configs"], topics))
+
+
+def _settings_and_end(tables: Any, topics: list[str]) -> tuple[dict[str, model.TopicSettings], model.Env]:
+    """:func:`_settings` with the bundle's end (:func:`bundle_end_ms`), also collected once."""
+    settings, env = _settings(tables, topics)
+    end = _kept(tables, f"tier.bundle_end:{sorted(topics)}", lambda: bundle_end_ms(tables, topics))
+    return settings, model.Env(env.task_interval_ms, env.check_interval_ms, end)
+
+
 def _run_kernel(tables: Any, params: Mapping[str, Any], which: str) -> DataFrame:
     """Apply the history (``which='history'``) or series kernel to every tiered partition."""
     topics = _tiered_topics_of(tables)
@@ -147,8 +165,7 @@ def _run_kernel(tables: Any, params: Mapping[str, Any], which: str) -> DataFrame
     attempts = copy_attempts(tables["remote"]).where(F.col("topic").isin(topics))
     local = local_segments(tables["inventory"], tables["batches"], topics)
     leaders = leader_changes(tables, params, topics)
-    settings, env = settings_for(tables["configs"], topics)
-    env = model.Env(env.task_interval_ms, env.check_interval_ms, bundle_end_ms(tables, topics))
+    settings, env = _settings_and_end(tables, topics)
     return apply_kernel(_kernel_input(attempts, local, leaders), settings, env, which)
 
 
@@ -257,7 +274,7 @@ def backlog_series(tables: Any, params: Mapping[str, Any] | None = None) -> Data
 def task_interval_ms(tables: Any) -> float:
     """``remote.log.manager.task.interval.ms`` of the brokers (Kafka's default when unset)."""
     topics = _tiered_topics_of(tables)
-    return settings_for(tables["configs"], topics)[1].task_interval_ms
+    return _settings(tables, topics)[1].task_interval_ms
 
 
 def rollup(series: DataFrame, by: Sequence[str] = ("broker",)) -> DataFrame:
