@@ -29,6 +29,7 @@ end: str = ""  # window end, UTC (empty: the bundle's last record)
 report: bool = False  # True: static figures for an HTML report; False: interactive widgets
 correlation_gap_s: float = 30.0  # findings beginning within this many seconds of each other, or of the previous ones' end, form one chain
 summary_path: str = ""  # also write the findings and key figures as JSON to this file (empty: no file)
+progress_path: str = ""  # set by `workbench report`: a line per step is appended here as it ends (empty: none)
 
 # %% tags=["setup"]
 import plotly.io as pio

@@ -56,8 +56,9 @@ def test_errors_are_one_line(tmp_path):
 
 def _section_parameters() -> set[str]:
     """The names the section notebooks' ``parameters`` cells assign (read here with nbformat and
-    ast, not papermill's inspection the CLI uses), but ``bundle`` and ``report``: what the report
-    says it takes, each area's own parameters among them."""
+    ast, not papermill's inspection the CLI uses), but ``bundle``, ``report`` and
+    ``progress_path`` (the report sets them): what the report says it takes, each area's own
+    parameters among them."""
     import ast
 
     import nbformat
@@ -72,7 +73,7 @@ def _section_parameters() -> set[str]:
                     targets = node.targets if isinstance(node, ast.Assign) else \
                         [node.target] if isinstance(node, ast.AnnAssign) else []
                     names |= {t.id for t in targets if isinstance(t, ast.Name)}
-    return names - {"bundle", "report"}
+    return names - {"bundle", "report", "progress_path"}
 
 
 def test_report_refuses_bad_parameters_before_starting_anything(tmp_path):

@@ -171,7 +171,7 @@ def test_every_parameter_error_is_reported_at_once_one_line_each(tmp_path: Path)
     assert len(lines) == 6, lines
     assert any(re.match(r"incident_report has no parameter 'topcs'; it takes .*topics", line) for line in lines)
     assert "parameter 'bundle' is set by the report itself (give the bundle with --bundle)" in lines
-    assert "parameter 'report' is set by the report itself (give the bundle with --bundle)" in lines
+    assert "parameter 'report' is set by the report itself" in lines
     assert "start: expected a date and time such as 2026-03-01T03:12:05, got 'notadate'" in lines
     assert "parameter 'correlation_gap_s' is an float; got 'soon'" in lines
     assert "parameter 'min_insync_replicas' is an int; got '2.5'" in lines
@@ -372,6 +372,31 @@ def test_a_successful_report_prints_no_stack_trace_and_no_spark_log(incident_rep
              if not line.startswith("WARNING: Using incubator modules")]
     noisy = r"Traceback|^\s+at [\w.$]+\(|Exception|\b(ERROR|WARN|WARNING)\b|IPKernelApp"
     assert not [line for line in lines if re.search(noisy, line)], incident_report["stderr"][-3000:]
+
+
+def test_a_report_says_each_step_as_it_ends(incident_report: dict) -> None:
+    """``workbench report`` prints a line on stderr as each step ends: the session, the bundle, then
+    each registered area in turn with as many findings as the report holds for it (or "no data"),
+    and the whole run's time last."""
+    from workbench.analysis.findings import areas
+
+    said = [line.removeprefix("workbench: ") for line in incident_report["stderr"].splitlines()
+            if line.startswith("workbench: ")]
+    document = incident_report["summary"]
+    expected = []
+    for name, area in areas().items():
+        found = sum(f["area"] == name for f in document["findings"])
+        if not document["areas"][name]["has_data"]:
+            expected.append(f"{area.title}: no data")
+        else:
+            expected.append(f"{area.title}: {found:,} finding{'' if found == 1 else 's'}")
+    timed = r" \(\d+\.\d s\)$"
+    assert re.fullmatch(r"Spark session ready" + timed, said[0]), said
+    assert re.fullmatch(r"bundle opened: [\d,]+ files" + timed, said[1]), said
+    assert [re.sub(timed, "", line) for line in said[2:-1]] == expected, said
+    assert all(re.search(timed, line) for line in said[2:-1]), said
+    assert re.fullmatch(r"report written \(\d+ s in all\)", said[-1]), said
+    assert any(document["areas"][name]["has_data"] for name in areas())  # the incident has findings to count
 
 
 @pytest.mark.spark

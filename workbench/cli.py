@@ -6,6 +6,7 @@ import argparse
 import json
 import signal
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         params.update(load_parameters_file(args.parameters))
     for name, raw in args.param or []:
         params[name] = raw  # converted to the notebook's declared type by run_report
+    began = time.monotonic()
     result = run_report(args.bundle, args.out, notebook=args.notebook, parameters=params, summary=args.summary,
-                        fail_on=args.fail_on, archive_limits=_archive_limits(args))
+                        fail_on=args.fail_on, archive_limits=_archive_limits(args), progress=_say)
+    _say(f"report written ({time.monotonic() - began:.0f} s in all)")
     print(result.path)
     for view in (result.summary or {}).get("failed_views") or []:
         print(f"workbench: a part of the report could not be drawn (cell {view['cell']}): {view['error']}",
@@ -34,6 +37,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         reason = (result.summary or {}).get("nothing_to_analyse") or "nothing to analyse"
         print(f"workbench: {reason}", file=sys.stderr)
     return result.exit_code
+
+
+def _say(line: str) -> None:
+    """One line of progress on stderr (above papermill's progress bar when one is drawn)."""
+    from tqdm import tqdm
+
+    tqdm.write(f"workbench: {line}", file=sys.stderr)
 
 
 def _archive_limits(args: argparse.Namespace) -> object:

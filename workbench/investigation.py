@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.params import parse_window
+from workbench.progress import note
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -63,6 +65,7 @@ class Investigation:
     _summary_path: Path | None = field(default=None, repr=False)
     _summary: dict[str, Any] | None = field(default=None, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    _progress: str = field(default="", repr=False)
 
     @property
     def report(self) -> bool:
@@ -87,10 +90,29 @@ class Investigation:
 
     def findings(self) -> DataFrame:
         """Every registered area's findings, most severe and earliest first (computed once)."""
-        from workbench.analysis.findings import all_findings
+        from workbench.analysis.findings import findings_table
 
-        return self.tables.derive(self._findings_key(),
-                                  lambda: all_findings(self.tables, self.params, failed=self.failed))
+        return self.tables.derive(self._findings_key(), lambda: findings_table(
+            self.spark, [row for _, area_rows in self._findings_in_turn() for row in area_rows]))
+
+    def _findings_in_turn(self) -> Iterator[tuple[str, list[Any]]]:
+        """:func:`~workbench.analysis.findings.findings_in_turn` with this investigation's failures
+        recorded and a progress line per area (:mod:`workbench.progress`)."""
+        from workbench.analysis.findings import areas, findings_in_turn
+
+        titles = {name: area.title for name, area in areas().items()}
+        began = time.monotonic()
+        for area, rows in findings_in_turn(self.tables, self.params, failed=self.failed):
+            took = time.monotonic() - began
+            if area in self.failed:
+                said = f"failed ({self.failed[area]})"
+            elif rows or self.has_data(area):
+                said = f"{len(rows):,} finding{'' if len(rows) == 1 else 's'}"
+            else:
+                said = "no data"
+            note(self._progress, f"{titles.get(area, area)}: {said} ({took:.1f} s)")
+            yield area, rows
+            began = time.monotonic()
 
     def area_failure(self, area: str) -> str | None:
         """Why area ``area``'s findings could not be computed (None when they were, or it has no data)."""
@@ -195,7 +217,7 @@ class Investigation:
         import pandas as pd
         from IPython.display import display
 
-        from workbench.analysis.findings import FINDINGS_SCHEMA, findings_in_turn, findings_table
+        from workbench.analysis.findings import FINDINGS_SCHEMA, findings_table
 
         empty = self.spark.createDataFrame([], FINDINGS_SCHEMA).toPandas()
         pending = list(self.area_titles())
@@ -203,7 +225,7 @@ class Investigation:
         display(box)
         rows: list[Any] = []
         frames = []
-        for area, area_rows in findings_in_turn(self.tables, self.params):
+        for area, area_rows in self._findings_in_turn():
             pending.remove(area)
             rows += area_rows
             if area_rows:
@@ -448,15 +470,21 @@ def open_investigation(bundle: str | Path | None = "", *, spark: SparkSession | 
 
     values = {k: v for k, v in (params or {}).items()
               if not k.startswith("_") and isinstance(v, str | int | float | bool) and k != "bundle"}
+    progress = str(values.pop("progress_path", "") or "")  # where a report's command reads progress, not a parameter
     start, end = parse_window(values.get("start"), values.get("end"))
     path = Path(bundle) if bundle not in (None, "") else demo_bundle_path()
+    began = time.monotonic()
     spark = spark or session()
     key = (id(spark), str(Path(path).resolve()), repr(sorted(values.items(), key=lambda kv: kv[0])),
            repr(sorted(options.items())))
     found = _OPEN.get(key)
     if found is None:
+        note(progress, f"Spark session ready ({time.monotonic() - began:.1f} s)")
+        began = time.monotonic()
         opened = open_bundle(path)
-        found = _OPEN[key] = Investigation(opened, spark, load(opened, spark, **options), values, start, end)
+        found = _OPEN[key] = Investigation(opened, spark, load(opened, spark, **options), values, start, end,
+                                           _progress=progress)
+        note(progress, f"bundle opened: {len(opened.artifacts):,} files ({time.monotonic() - began:.1f} s)")
     if found.report:
         guard_report_cells(found)
     return found

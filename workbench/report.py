@@ -11,14 +11,16 @@ offline).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 import os
 import re
 import shutil
+import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +48,7 @@ KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 HIDDEN_CELL_TAGS = frozenset({"parameters", "injected-parameters"})
 
 #: Parameters that :func:`build_report` sets itself.
-RESERVED_PARAMETERS = frozenset({"bundle", "report"})
+RESERVED_PARAMETERS = frozenset({"bundle", "report", "progress_path"})
 
 # The lab template without anything fetched from a CDN: require.js, MathJax, mermaid and the
 # widget manager are not needed by a report whose figures are plain plotly output.
@@ -272,7 +274,8 @@ def check_parameters(notebook: Path, parameters: Mapping[str, Any]) -> dict[str,
     out: dict[str, Any] = {}
     for name, value in parameters.items():
         if name in RESERVED_PARAMETERS:
-            errors.append(f"parameter {name!r} is set by the report itself (give the bundle with --bundle)")
+            hint = " (give the bundle with --bundle)" if name == "bundle" else ""
+            errors.append(f"parameter {name!r} is set by the report itself{hint}")
         elif name not in declared:
             takes = ", ".join(sorted(set(declared) - RESERVED_PARAMETERS))
             errors.append(f"{notebook.stem} has no parameter {name!r}; it takes {takes}")
@@ -291,7 +294,7 @@ def check_parameters(notebook: Path, parameters: Mapping[str, Any]) -> dict[str,
 
 
 def _execute(notebook: Path, executed: Path, parameters: dict[str, Any], kernel_name: str, timeout: float | None,
-             kernel: ReportKernel | None = None) -> None:
+             kernel: ReportKernel | None = None, *, progress_bar: bool = False) -> None:
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -305,7 +308,7 @@ def _execute(notebook: Path, executed: Path, parameters: dict[str, Any], kernel_
             parameters=parameters,
             kernel_name=kernel_name,
             cwd=os.getcwd(),
-            progress_bar=False,
+            progress_bar=progress_bar,
             log_output=False,
             execution_timeout=timeout,
             extra_arguments=KERNEL_ARGUMENTS,
@@ -510,6 +513,7 @@ def run_report(
     keep_executed: str | os.PathLike[str] | None = None,
     timeout: float | None = 600,
     archive_limits: Any = None,
+    progress: Callable[[str], None] | None = None,
 ) -> ReportResult:
     """Run a report notebook on a bundle and write one self-contained HTML file.
 
@@ -547,6 +551,10 @@ def run_report(
         :meth:`workbench.bundle.ArchiveLimits.from_env`). An archive is extracted once, after every
         argument is checked, into a directory of its own that is removed when the report is done,
         failed or not; the notebook reads the extracted directory.
+    progress : callable, optional
+        Called with one line as each step of the run ends (the Spark session started, the bundle
+        opened, each area's findings computed: :mod:`workbench.progress`), while the notebook
+        runs; with it, papermill's progress bar over the cells is drawn on a terminal's stderr.
 
     Returns
     -------
@@ -566,13 +574,14 @@ def run_report(
     """
     return _report(bundle, out, notebook=notebook, parameters=parameters, summary=summary, fail_on=fail_on,
                    kernel_name=kernel_name, keep_executed=keep_executed, timeout=timeout,
-                   archive_limits=archive_limits, kernel=None)
+                   archive_limits=archive_limits, progress=progress, kernel=None)
 
 
 def _report(bundle: str | os.PathLike[str], out: str | os.PathLike[str], *, notebook: str,
             parameters: Mapping[str, Any] | None, summary: str | os.PathLike[str] | None, fail_on: str,
             kernel_name: str, keep_executed: str | os.PathLike[str] | None, timeout: float | None,
-            archive_limits: Any, kernel: ReportKernel | None) -> ReportResult:
+            archive_limits: Any, kernel: ReportKernel | None,
+            progress: Callable[[str], None] | None = None) -> ReportResult:
     """:func:`run_report`, in a kernel of its own (``kernel`` None) or in a kept :class:`ReportKernel`."""
     out_path = Path(out).expanduser().resolve()
     if out_path.is_dir():
@@ -597,7 +606,7 @@ def _report(bundle: str | os.PathLike[str], out: str | os.PathLike[str], *, note
 
     run = dict(source=source, params=params, bundle_path=bundle_path, out_path=out_path, summary=summary,
                writes_summary=writes_summary, fail_on=fail_on, kernel_name=kernel_name, keep_executed=keep_executed,
-               timeout=timeout, kernel=kernel)
+               timeout=timeout, kernel=kernel, progress=progress)
     if bundle_path.is_file():
         from workbench.bundle import open_bundle
 
@@ -617,7 +626,9 @@ def _writable_dir(directory: Path) -> bool:
 def _run(*, source: Path, params: dict[str, Any], root: Path, bundle_path: Path, out_path: Path,
          summary: str | os.PathLike[str] | None, writes_summary: bool, fail_on: str, kernel_name: str,
          keep_executed: str | os.PathLike[str] | None, timeout: float | None,
-         kernel: ReportKernel | None) -> ReportResult:
+         kernel: ReportKernel | None, progress: Callable[[str], None] | None) -> ReportResult:
+    from workbench.progress import follow
+
     params = dict(params, bundle=str(root), report=True)
     scratch = Path(tempfile.mkdtemp(prefix="workbench-report-"))
     if keep_executed is not None:
@@ -629,8 +640,13 @@ def _run(*, source: Path, params: dict[str, Any], root: Path, bundle_path: Path,
     if writes_summary:
         summary_file = Path(summary).expanduser().resolve() if summary else scratch / "summary.json"
         params["summary_path"] = str(summary_file)
+    progress_file = scratch / "progress.txt"
+    if progress is not None and "progress_path" in declared_parameters(source):
+        params["progress_path"] = str(progress_file)
 
-    _execute(source, executed, params, kernel_name, timeout, kernel)  # on failure the scratch dir is kept
+    bar = progress is not None and sys.stderr.isatty()
+    with follow(progress_file, progress) if progress else contextlib.nullcontext():  # failed: scratch is kept
+        _execute(source, executed, params, kernel_name, timeout, kernel, progress_bar=bar)
     try:
         body = _to_html(executed, f"Kafka incident report: {bundle_path.name}")
         _check_offline(body, executed if keep_executed is not None else None)
