@@ -96,3 +96,26 @@ def test_reported_metrics_leave_out_nan_samples(spark):
         ("A", "B", "t", "A.t", 0, None, "replication-latency-ms-max", at(3), None, "jmxtool", 0),
     ], got.schema)
     assertDataFrameEqual(got, want)
+
+
+def test_the_audit_takes_the_source_groups_mm2s_group_filter_takes(spark):
+    """Which source groups the offset-translation audit follows is MirrorMaker 2's DefaultGroupFilter:
+    ``groups`` minus ``groups.exclude``, whose default leaves out console consumers, Connect's own
+    groups and ``__`` groups; each list is one Java regex matched whole, and a list that is not a
+    regex names groups literally."""
+    from workbench.analysis.mirror.audit import translation_audit
+    from workbench.analysis.mirror.flows import Flow
+    from workbench.spark.mirror import MIRROR_SCHEMA
+
+    flows = [Flow("A", "B"), Flow("C", "D", settings={"groups": "bill.*, app", "groups.exclude": "billing"}),
+             Flow("E", "F", settings={"groups": "bill["})]
+    observations = spark.createDataFrame(
+        [(f.source, f.target, "t", 0, at(1), "offset_sync", 5, 4, 0) for f in flows], mirror.OBSERVATION_SCHEMA)
+    groups = ["app", "console-consumer-7", "connect-sink", "__internal", "billing", "bill[", "apps"]
+    commits_schema = "group string, topic string, partition int, time timestamp, committed_offset long, _ord long"
+    source = spark.createDataFrame([(g, "t", 0, at(2), 3, i) for i, g in enumerate(groups)], commits_schema)
+    audit = translation_audit(spark.createDataFrame([], MIRROR_SCHEMA), observations, source,
+                              spark.createDataFrame([], commits_schema), flows)
+    followed = {(r["source_alias"], r["group"]) for r in audit.select("source_alias", "group").distinct().collect()}
+    assert followed == {("A", "app"), ("A", "billing"), ("A", "bill["), ("A", "apps"),
+                        ("C", "app"), ("C", "bill["), ("E", "bill[")}

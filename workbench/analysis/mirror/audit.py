@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from workbench.analysis._checks import require_columns
 from workbench.analysis.logs import asof
-from workbench.analysis.mirror.flows import Flow, _matches
+from workbench.analysis.mirror.flows import Flow, synced_groups
 from workbench.analysis.mirror.lag import DEFAULT_WINDOW_S, _grid
 
 if TYPE_CHECKING:
@@ -85,7 +85,8 @@ def translation_audit(mirror: DataFrame, observations: DataFrame, source_commits
     source_commits, target_commits : DataFrame
         :func:`effective_commits` of the source and of the target cluster's nodes.
     flows : sequence of Flow
-        For the separator, ``offset.lag.max``, ``emit.checkpoints.interval.seconds`` and ``groups``.
+        For the separator, ``offset.lag.max``, ``emit.checkpoints.interval.seconds``, ``groups`` and
+        ``groups.exclude``.
     window_s : float
         Window boundaries added as instants.
     stale_s : float
@@ -105,9 +106,9 @@ def translation_audit(mirror: DataFrame, observations: DataFrame, source_commits
     key = [*flow, "group", "topic", "partition"]
     settings = spark.createDataFrame(
         [(f.source, f.target, f.source + f.separator, int(f.number("offset.lag.max")),
-          float(stale_s) if stale_s > 0 else 3.0 * f.number("emit.checkpoints.interval.seconds"), f.setting("groups"))
-         for f in flows] or [("", "", ".", 100, 180.0, ".*")],
-        "source_alias string, target_alias string, _prefix string, _lag_max int, _stale_s double, _groups string")
+          float(stale_s) if stale_s > 0 else 3.0 * f.number("emit.checkpoints.interval.seconds"))
+         for f in flows] or [("", "", ".", 100, 180.0)],
+        "source_alias string, target_alias string, _prefix string, _lag_max int, _stale_s double")
     cps = (mirror.where((F.col("kind") == "checkpoint") & ~F.coalesce(F.col("deleted"), F.lit(False))
                         & F.col("group").isNotNull() & F.col("topic").isNotNull())
            .dropDuplicates(["cluster", "internal_topic", "internal_partition", "offset"])
@@ -120,13 +121,12 @@ def translation_audit(mirror: DataFrame, observations: DataFrame, source_commits
     if groups is not None:
         cps = cps.where(F.col("group").isin(list(groups)))
     # the synced (group, partition)s: those MM2 checkpointed, and those of the source commits its
-    # `groups` filter takes for a replicated topic (a bundle without the target cluster has no checkpoints)
+    # group filter takes for a replicated topic (a bundle without the target cluster has no checkpoints)
     replicated = observations.select(*flow, "topic", "partition").distinct()
     pairs = cps.select(*key).distinct()
-    pattern_ok = F.udf(lambda patterns, name: _matches(patterns or ".*", name or ""), "boolean")
     from_source = (source_commits.select("group", "topic", "partition").distinct()
                    .join(replicated, ["topic", "partition"])
-                   .join(settings, flow).where(pattern_ok(F.col("_groups"), F.col("group"))).select(*key))
+                   .where(synced_groups(flows, spark._jvm)).select(*key))
     if groups is not None:
         from_source = from_source.where(F.col("group").isin(list(groups)))
     pairs = pairs.unionByName(from_source).distinct().join(settings.select(*flow, "_prefix"), flow).withColumn(

@@ -13,6 +13,7 @@ MM2_DEFAULTS: dict[str, str] = {
     "topics": ".*",
     "topics.exclude": r".*[\-\.]internal, .*\.replica, __.*",
     "groups": ".*",
+    "groups.exclude": "console-consumer-.*, connect-.*, __.*",
     "offset.lag.max": "100",
     "emit.checkpoints.interval.seconds": "60",
     "sync.group.offsets.interval.seconds": "60",
@@ -31,7 +32,7 @@ class Flow:
     separator : str
         ``replication.policy.separator``: a replicated topic is ``<source><separator><topic>``.
     settings : dict
-        ``topics``, ``topics.exclude``, ``groups``, ``offset.lag.max``,
+        ``topics``, ``topics.exclude``, ``groups``, ``groups.exclude``, ``offset.lag.max``,
         ``emit.checkpoints.interval.seconds``, ``sync.group.offsets.interval.seconds`` (a flow's
         ``<source>-><target>.<name>`` over the top-level ``<name>``) and ``offset.flush.interval.ms``
         (the worker's, under the target cluster's prefix ``<target>.``).
@@ -73,6 +74,47 @@ class Flow:
         (True, True, False)
         """
         return _matches(self.setting("topics"), topic) and not _matches(self.setting("topics.exclude"), topic)
+
+
+def synced_groups(flows: Sequence[Flow], jvm: Any = None) -> Any:
+    """A Column: whether MirrorMaker 2's checkpoint connector syncs a row's ``group`` for its flow
+    (``source_alias``, ``target_alias``): ``groups`` minus ``groups.exclude``, as DefaultGroupFilter
+    judges them (each list joined by ``|`` into one Java regex that must match the whole name).
+
+    Evaluated in the JVM with Java's regexes, MM2's own. A list that is not a valid Java regex
+    (MM2 would refuse to start) matches its names literally; ``jvm`` checks validity (a
+    SparkSession's ``_jvm``; without one, Python's ``re`` does).
+    """
+    from pyspark.sql import functions as F
+
+    def matches(patterns: str) -> Any:
+        parts = [p.strip() for p in patterns.split(",") if p.strip()]
+        if not parts:  # an empty list matches nothing (MM2's filter has no pattern then)
+            return F.lit(False)
+        regex = "|".join(parts)
+        if _valid_regex(regex, jvm):
+            return F.col("group").rlike(r"\A(?:" + regex + r")\z")
+        return F.col("group").isin(parts)
+
+    synced = F.lit(False)
+    for f in flows:
+        synced = synced | ((F.col("source_alias") == f.source) & (F.col("target_alias") == f.target)
+                           & matches(f.setting("groups")) & ~matches(f.setting("groups.exclude")))
+    return F.coalesce(synced, F.lit(False))
+
+
+def _valid_regex(regex: str, jvm: Any = None) -> bool:
+    if jvm is None:
+        try:
+            re.compile(regex)
+            return True
+        except re.error:
+            return False
+    try:
+        jvm.java.util.regex.Pattern.compile(regex)
+        return True
+    except Exception:  # noqa: BLE001 - py4j's error for Java's PatternSyntaxException
+        return False
 
 
 def _matches(patterns: str, name: str) -> bool:
