@@ -252,7 +252,9 @@ def test_summary_records_are_plain_json(tmp_path: Path) -> None:
 
 @pytest.mark.kernel
 def test_failed_notebook_raises_and_keeps_the_executed_notebook(tmp_path: Path) -> None:
-    nb = small_notebook(tmp_path / "broken.ipynb", "x = 1", "raise RuntimeError('the bundle was empty')")
+    # what the kernel's process writes on its stderr (a JVM it starts writes there too)
+    nb = small_notebook(tmp_path / "broken.ipynb", "import os\nos.write(2, b'NOTICE OF THE KERNEL PROCESS\\n')",
+                        "raise RuntimeError('the bundle was empty')")
     out = tmp_path / "r.html"
 
     with pytest.raises(ReportError) as caught:
@@ -265,6 +267,8 @@ def test_failed_notebook_raises_and_keeps_the_executed_notebook(tmp_path: Path) 
     executed = nbformat.read(str(error.executed_notebook), as_version=4)
     assert executed.metadata.papermill.parameters == {"bundle": str(tmp_path.resolve()), "report": True}
     assert not out.exists()
+    log = Path(re.search(r"the kernel's messages are in (\S+?\.log)", str(error)).group(1))
+    assert "NOTICE OF THE KERNEL PROCESS" in log.read_text(encoding="utf-8")
 
 
 @pytest.mark.kernel
@@ -365,13 +369,14 @@ def test_incident_report_on_a_small_isr_incident(incident_report: dict) -> None:
 
 
 def test_a_successful_report_prints_no_stack_trace_and_no_spark_log(incident_report: dict) -> None:
-    """``workbench report`` on the small incident: Spark's messages went to its log file and the kernel's
-    notices are off, so stderr holds no traceback, no Java stack frame, no Spark or kernel log line
-    (the JVM's own notice of the incubator module it loads may remain)."""
-    lines = [line for line in incident_report["stderr"].splitlines()
-             if not line.startswith("WARNING: Using incubator modules")]
+    """``workbench report`` on the small incident: Spark's messages went to its log file and the
+    kernel's stderr (its JVM's notices among them) to the kernel's, so stderr holds only the
+    command's own lines: no traceback, no Java stack frame, no Spark or kernel log line."""
+    lines = incident_report["stderr"].splitlines()
     noisy = r"Traceback|^\s+at [\w.$]+\(|Exception|\b(ERROR|WARN|WARNING)\b|IPKernelApp"
     assert not [line for line in lines if re.search(noisy, line)], incident_report["stderr"][-3000:]
+    # the kernel's and its JVM's own notices went to the kernel's log: only what the command says is left
+    assert lines and all(line.startswith("workbench: ") for line in lines), lines
 
 
 def test_a_report_says_each_step_as_it_ends(incident_report: dict) -> None:

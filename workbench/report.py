@@ -12,7 +12,6 @@ offline).
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import math
 import os
@@ -298,10 +297,12 @@ def _execute(notebook: Path, executed: Path, parameters: dict[str, Any], kernel_
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    # a kept kernel runs the notebook through papermill too (same parameter cell, same error
+    # handling), with an engine that reuses the kernel instead of starting one
+    engine = {"kernel_manager_class": _kernel_manager_class()} if kernel is None else kernel._engine_arguments()
+    log = (engine["kernel_manager_class"] if kernel is None else kernel.km).stderr_log
+    said = f"; the kernel's messages are in {log}"
     try:
-        # a kept kernel runs the notebook through papermill too (same parameter cell, same error
-        # handling), with an engine that reuses the kernel instead of starting one
-        engine = {} if kernel is None else kernel._engine_arguments()
         papermill.execute_notebook(
             str(notebook),
             str(executed),
@@ -315,19 +316,20 @@ def _execute(notebook: Path, executed: Path, parameters: dict[str, Any], kernel_
             # a report is static HTML: widget state kept in the notebook would make nbconvert load
             # the widget manager from a CDN (and carry every widget's data twice)
             store_widget_state=False,
-            **(engine or {"kernel_manager_class": _kernel_manager_class()}),
+            **engine,
         )
     except PapermillExecutionError as exc:
         raise ReportError(
             f"notebook {notebook.name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}; "
-            f"the executed notebook is kept at {executed}{_discarded(kernel)}",
+            f"the executed notebook is kept at {executed}{said}{_discarded(kernel)}",
             executed,
         ) from exc
     except Exception as exc:  # kernel death, timeouts, missing kernel: all mean no report
         kept = executed if executed.exists() else None
         where = f"; the executed notebook is kept at {executed}" if kept else ""
         raise ReportError(
-            f"notebook {notebook.name} could not be run: {type(exc).__name__}: {exc}{where}{_discarded(kernel)}", kept
+            f"notebook {notebook.name} could not be run: {type(exc).__name__}: {exc}{where}{said}{_discarded(kernel)}",
+            kept
         ) from exc
 
 
@@ -788,20 +790,42 @@ class ReportKernel:
             self.discard()
 
 
-@functools.cache
-def _kernel_manager_class() -> type:
+def kernel_log_path() -> Path:
+    """A new file for one report kernel's stderr (its Spark JVM's too), beside Spark's logs
+    (:func:`workbench.session.spark_log_path`); the newest 50 are kept."""
+    from workbench.session import prune_logs, spark_log_path
+
+    folder = spark_log_path().parent
+    folder.mkdir(parents=True, exist_ok=True)
+    prune_logs(folder, "kernel-*.log")
+    fd, name = tempfile.mkstemp(prefix=f"kernel-{os.getpid()}-", suffix=".log", dir=folder)
+    os.close(fd)
+    return Path(name)
+
+
+def _kernel_manager_class(log: Path | None = None) -> type:
+    """A kernel manager class whose kernels write their stderr to ``log`` (a new
+    :func:`kernel_log_path` when None): a report's terminal shows what it did, not the kernel's
+    and the JVM's notices; a failed report names the file."""
     from jupyter_client.manager import AsyncKernelManager
 
-    class QuietShutdownKernelManager(AsyncKernelManager):
-        """jupyter_client's manager without the interrupt it sends before every shutdown: a report's
-        kernel is idle by then (or killed outright on a timeout), and the interrupt only races with
-        the kernel's last message and logs "KeyboardInterrupt caught in kernel" on a good run."""
+    class QuietKernelManager(AsyncKernelManager):
+        """jupyter_client's manager with the kernel's stderr in a log file, and without the
+        interrupt it sends before every shutdown: a report's kernel is idle by then (or killed
+        outright on a timeout), and the interrupt only races with the kernel's last message and
+        logs "KeyboardInterrupt caught in kernel" on a good run."""
+
+        stderr_log = log or kernel_log_path()
+
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            with open(self.stderr_log, "ab") as err:  # the kernel holds its own copy once started
+                await super()._async_launch_kernel(kernel_cmd, **{**kw, "stderr": err})
 
         async def _async_interrupt_kernel(self) -> None:
             if not self.shutting_down:
                 await super()._async_interrupt_kernel()
 
-    return QuietShutdownKernelManager
+    return QuietKernelManager
 
 
 def _kept_kernel_engine() -> type:

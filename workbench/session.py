@@ -35,13 +35,18 @@ def _log_options() -> str:
         log.parent.mkdir(parents=True, exist_ok=True)
     except OSError:
         return ""
+    prune_logs(log.parent, "spark-*.log")
+    return f" -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()} -Dworkbench.log.file={log}"
+
+
+def prune_logs(folder: Path, pattern: str) -> None:
+    """Remove all but the newest :data:`KEEP_LOGS` files of ``folder`` matching ``pattern``."""
     try:  # another process may be pruning at the same time
-        older = sorted(log.parent.glob("spark-*.log"), key=lambda p: p.stat().st_mtime, reverse=True)
+        older = sorted(folder.glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
         for stale in older[KEEP_LOGS:]:
             stale.unlink(missing_ok=True)
     except OSError:
         pass
-    return f" -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()} -Dworkbench.log.file={log}"
 
 #: A static setting: fixed when the driver starts, not settable through a Connect session
 CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries"
