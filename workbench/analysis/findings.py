@@ -110,11 +110,11 @@ class Area:
     def result_for(self, tables: Any, params: Mapping[str, Any] | None = None) -> Any:
         """``analyse(tables, params)``, computed once per loaded bundle and parameters
         (:meth:`~workbench.spark.registry.Tables.kept`; tables without it compute it each time)."""
+        from workbench.spark.registry import kept_with
+
         params = dict(params or {})
-        keep = getattr(tables, "kept", None)
-        if keep is None:
-            return self.analyse(tables, params)
-        return keep(f"result.{self.name}:{self.token}:{_params_key(params)}", lambda: self.analyse(tables, params))
+        return kept_with(tables, f"result.{self.name}:{self.token}:{_params_key(params)}",
+                         lambda: self.analyse(tables, params))
 
     def findings_for(self, tables: Any, params: Mapping[str, Any] | None = None) -> DataFrame:
         """The area's findings of a bundle, computed once per loaded bundle and parameters.

@@ -263,8 +263,9 @@ def static_settings(tables: Any) -> list[tuple[int | None, str, str | None, str]
                 tables["configs"].where(F.col("scope") == "static").select("node_id", "name", "value", "path")
                 .orderBy("node_id", "path").collect()]
 
-    keep = getattr(tables, "kept", None)
-    return keep("configs.static", collect) if keep is not None else collect()
+    from workbench.spark.registry import kept_with
+
+    return kept_with(tables, "configs.static", collect)
 
 
 def effective_configs(configs: DataFrame, at: Any = None) -> DataFrame:

@@ -546,6 +546,13 @@ class Tables(Mapping[str, "DataFrame"]):
         self._kept.clear()
 
 
+def kept_with(tables: Any, key: str, compute: Callable[[], Any]) -> Any:
+    """``compute()`` kept with ``tables`` under ``key`` (:meth:`Tables.kept`) when they keep
+    results; computed each time for tables that do not (a plain mapping of frames)."""
+    keep = getattr(tables, "kept", None)
+    return keep(key, compute) if keep is not None else compute()
+
+
 _SESSION_TABLES: dict[tuple, Tables] = {}
 
 

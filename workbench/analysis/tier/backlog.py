@@ -137,21 +137,20 @@ def _split(pdf: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple[fl
     return attempts, local, compact
 
 
-def _kept(tables: Any, key: str, compute: Any) -> Any:
-    keep = getattr(tables, "kept", None)
-    return keep(key, compute) if keep is not None else compute()
-
-
 def _settings(tables: Any, topics: list[str]) -> tuple[dict[str, model.TopicSettings], model.Env]:
     """:func:`settings_for` the topics, collected once per loaded bundle (both kernels and the
     task interval read it)."""
-    return _kept(tables, f"tier.settings:{sorted(topics)}", lambda: settings_for(tables["configs"], topics))
+    from workbench.spark.registry import kept_with
+
+    return kept_with(tables, f"tier.settings:{sorted(topics)}", lambda: settings_for(tables["configs"], topics))
 
 
 def _settings_and_end(tables: Any, topics: list[str]) -> tuple[dict[str, model.TopicSettings], model.Env]:
     """:func:`_settings` with the bundle's end (:func:`bundle_end_ms`), also collected once."""
+    from workbench.spark.registry import kept_with
+
     settings, env = _settings(tables, topics)
-    end = _kept(tables, f"tier.bundle_end:{sorted(topics)}", lambda: bundle_end_ms(tables, topics))
+    end = kept_with(tables, f"tier.bundle_end:{sorted(topics)}", lambda: bundle_end_ms(tables, topics))
     return settings, model.Env(env.task_interval_ms, env.check_interval_ms, end)
 
 
