@@ -120,6 +120,9 @@ def translation_audit(mirror: DataFrame, observations: DataFrame, source_commits
                    F.col("downstream_offset").alias("_cd"), F.col("offset").alias("_ord")))
     if groups is not None:
         cps = cps.where(F.col("group").isin(list(groups)))
+    # the checkpoints and the synced pairs are each read three times: kept once (a few rows a group
+    # and partition), so those branches plan and run from rows, not again from their lineage
+    cps = cps.localCheckpoint(eager=True)
     # the synced (group, partition)s: those MM2 checkpointed, and those of the source commits its
     # group filter takes for a replicated topic (a bundle without the target cluster has no checkpoints)
     replicated = observations.select(*flow, "topic", "partition").distinct()
@@ -135,6 +138,7 @@ def translation_audit(mirror: DataFrame, observations: DataFrame, source_commits
     pairs = (pairs.alias("p").join(cp_topics.alias("c"), [*flow, "topic"], "left")
              .select(*[F.col(f"p.{k}") for k in key],
                      F.coalesce("c.target_topic", "p.target_topic").alias("target_topic")))
+    pairs = pairs.localCheckpoint(eager=True)
     src = (source_commits.join(pairs.select(*key), ["group", "topic", "partition"])
            .select(*key, "time", F.lit(0).alias("_src"), "_ord", F.col("committed_offset").alias("_sc"),
                    F.col("time").alias("_sct")))
