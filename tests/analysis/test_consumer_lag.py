@@ -246,3 +246,29 @@ def test_burrow_status_of_many_partitions_per_call_equals_one_call_per_partition
     assertDataFrameEqual(cl.burrow_status(lags, growth, instants=instants, intervals=3),
                          one_call_per_partition(instants=instants, intervals=3))
     assert got.select(F.countDistinct("group", "partition")).first()[0] == 18
+
+
+def test_group_instants_reach_the_logs_end_or_the_removal_of_the_offsets_within_the_points(spark):
+    """Between and after a group's commits, instants every ``every_s`` up to its logs' last growth
+    (or the first removal of its offsets after its last commit), thinned to ``points``; a group whose
+    logs stopped growing before its first commit gets its commit times only."""
+    from pyspark.sql import functions as F
+
+    lags = spark.createDataFrame(
+        [("a", "t", 0, at(0), 1, 0), ("a", "t", 0, at(10), 2, 0),    # commits at 0 and 10 s
+         ("b", "t", 0, at(0), 1, 0), ("c", "u", 0, at(30), 5, 0)],
+        "group string, topic string, partition int, commit_time timestamp, committed_offset long, records_lag long")
+    growth = spark.createDataFrame([("t", 0, at(5), 3), ("t", 0, at(100), 9), ("u", 0, at(20), 5)],
+                                   "topic string, partition int, reached timestamp, end_offset long")
+    removed = spark.createDataFrame([("b", "t", 0, at(42)), ("a", "t", 0, at(5))],   # a's removal precedes a commit
+                                    "group string, topic string, partition int, removed_time timestamp")
+
+    def times(**kwargs):
+        got = (cl.group_instants(lags, growth=growth, removed=removed, every_s=10, **kwargs)
+               .select("group", F.unix_millis("time").alias("ms")).collect())
+        zero = at(0).timestamp() * 1000
+        return {g: sorted(round((r.ms - zero) / 1000) for r in got if r.group == g) for g in "abc"}
+
+    assert times() == {"a": list(range(0, 101, 10)), "b": [0, 10, 20, 30, 40], "c": [30]}
+    thinned = times(points=4)    # steps of a quarter of the span, then every other instant and the last
+    assert thinned == {"a": [0, 25, 75, 100], "b": [0, 21, 42], "c": [30]}

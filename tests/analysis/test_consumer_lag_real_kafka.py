@@ -370,3 +370,36 @@ def test_area_is_registered_with_findings_and_key_figures(bundle):
     assert figures["commits"] == len(lags) and figures["max_bytes_lag"] == lags.bytes_lag.max()
     frames = area.frames_for(tables, {})
     assert {"histogram_bytes", "histogram_time", "page_cache", "top_partitions", "series"} <= set(frames)
+
+
+def test_burrow_rates_the_stopped_group_stop_until_its_offsets_are_removed(bundle, lags):
+    """Burrow's STOP (``checkIfOffsetsStopped``) on a real group that stopped committing while its logs
+    grew: the ``stopped`` group is evaluated between and after its commits, up to the removal of its
+    offsets, and rated STOP only after its last commit; the ``caught-up`` group, which never stopped,
+    is STOP only while the scenario had its consumer paused (SIGSTOP for a capture) with records left."""
+    _path, manifest, tables = bundle
+    status = cl.group_status_for(tables, {}).toPandas()
+    assert set(status.group) == set(GROUPS)
+    stopped = status[status.group == "stopped"].sort_values("time")
+    mine = lags[lags.group == "stopped"]
+    last_commit = mine.commit_time.max()
+    removed = (cl.removed_offsets(tables.offsets).where(F.col("group") == "stopped")
+               .agg(F.min("removed_time")).first()[0])
+    assert removed is not None, "the scenario waits for the stopped group's offsets to expire"
+    stop = stopped[stopped.stop > 0]
+    assert len(stop) >= 2, stopped
+    assert (stop.time > last_commit).all() and (stop.time <= removed).all()
+    assert (stop.status == "ERR").all() and (stop.worst == "STOP").all()
+    # evaluated after its last commit every Burrow refresh (10 s) up to the removal, not only at commits
+    after = stopped[stopped.time > last_commit]
+    assert after.time.max() > removed - pd.Timedelta(seconds=10) and after.time.max() <= removed
+    assert after.time.diff().dropna().max() <= pd.Timedelta(seconds=10)
+    paused, since = [], None
+    for e in manifest["events"]:
+        if e["event"] == "consumers_paused" and "consumer-caught-up" in e["consumers"]:
+            since = pd.Timestamp(e["t_ms"], unit="ms")
+        elif e["event"] == "consumers_resumed" and since is not None:
+            paused.append((since, pd.Timestamp(e["t_ms"], unit="ms")))
+            since = None
+    caught_up = status[(status.group == "caught-up") & (status.stop > 0)]
+    assert all(any(a < t <= b for a, b in paused) for t in caught_up.time), (caught_up.time.tolist(), paused)

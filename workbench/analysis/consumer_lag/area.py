@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from workbench.analysis.consumer_lag.burrow_history import group_status_for
 from workbench.analysis.consumer_lag.distributions import byte_lag_cdf, cache_lags_for, lag_histogram, page_cache
-from workbench.analysis.consumer_lag.inputs import _has_commits, commits_for, removed_offsets
+from workbench.analysis.consumer_lag.inputs import _has_commits, commits_for, removed_for
 from workbench.analysis.consumer_lag.lag import VIEW_TOP_PARTITIONS, lags_for, top_partitions
 from workbench.analysis.consumer_lag.retention import loss_for, removed_groups
 from workbench.analysis.consumer_lag.verdicts import _GROUPED_PHRASES, GROUP_GROUPS, findings_for, group_lag_summary
@@ -87,7 +87,7 @@ def key_figures(result: ConsumerLagAnalysis) -> dict[str, Any]:
         F.sum((F.col("bytes_lag").isNull() | F.col("time_lag_ms").isNull()).cast("long")).alias("unknown_commits"),
     ).collect()[0].asDict()
     lost = loss_for(tables).agg(F.sum("records_lost").alias("lost")).collect()[0]["lost"]
-    removed = removed_groups(commits_for(tables), removed_offsets(tables.offsets)).count()
+    removed = removed_groups(commits_for(tables), removed_for(tables)).count()
     p99 = page_cache(cache_lags_for(tables), by=()).where(F.abs(F.col("quantile") - 0.99) < 1e-9).collect()
     out = {k: (0 if v is None else v) for k, v in row.items()}
     out.update(records_lost=int(lost or 0), groups_with_removed_offsets=removed,

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 import workbench.analysis.consumer_lag.burrow as burrow_rules
 from workbench.analysis._checks import require_columns
-from workbench.analysis.consumer_lag.inputs import growth_for
+from workbench.analysis.consumer_lag.inputs import growth_for, removed_for
 from workbench.analysis.consumer_lag.lag import lags_for
 from workbench.analysis.logs import asof
 from workbench.errors import ConfigError
@@ -177,8 +177,17 @@ def burrow_group_status(status: DataFrame) -> DataFrame:
                       F.col("min_window").cast("int"))
 
 
-def group_instants(lags: DataFrame, *, points: int = 400) -> DataFrame:
-    """Instants at which to evaluate whole groups: each group's commit times, thinned to at most ``points``.
+def group_instants(lags: DataFrame, *, points: int = 400, growth: DataFrame | None = None,
+                   removed: DataFrame | None = None,
+                   every_s: int = burrow_rules.DEFAULT_REFRESH_S) -> DataFrame:
+    """Instants at which to evaluate whole groups, at most ``points`` per group (evenly thinned).
+
+    Each group's commit times and, with ``growth`` (:func:`~workbench.analysis.logs.log_growth`),
+    instants every ``every_s`` seconds (wider when needed to stay within ``points``) from its first
+    commit to the last growth of its partitions' logs: Burrow is asked whenever someone looks, not
+    only when the group commits, and a group that stopped committing while its logs grew is STOP
+    only at such an instant. ``removed`` (:func:`~.inputs.removed_offsets`) ends a group's
+    instants at the first removal of its offsets after its last commit (its offsets are gone).
 
     Returns
     -------
@@ -186,6 +195,26 @@ def group_instants(lags: DataFrame, *, points: int = 400) -> DataFrame:
         ``group, time``.
     """
     times = lags.select("group", F.col("commit_time").alias("time")).distinct()
+    if growth is not None:
+        span = lags.groupBy("group").agg(F.min("commit_time").alias("_first"), F.max("commit_time").alias("_last"))
+        ends = growth.groupBy("topic", "partition").agg(F.max("reached").alias("_end"))
+        until = (lags.select("group", "topic", "partition").distinct().join(ends, ["topic", "partition"])
+                 .groupBy("group").agg(F.max("_end").alias("_until")))
+        span = span.join(until, "group")
+        if removed is not None:
+            gone = (removed.join(span.select("group", "_last"), "group")
+                    .where(F.col("removed_time") > F.col("_last"))
+                    .groupBy("group").agg(F.min("removed_time").alias("_gone")))
+            span = span.join(gone, "group", "left").withColumn("_until", F.least("_until", "_gone"))
+        first_ms, until_ms = F.unix_millis("_first"), F.unix_millis("_until")
+        step_ms = F.greatest(F.lit(every_s * 1000), F.ceil((until_ms - first_ms) / F.lit(points)))
+        steps = F.floor((until_ms - first_ms) / step_ms).cast("int")
+        grid = (span.select("group", "_first", step_ms.alias("_step"), steps.alias("_steps"))
+                .where(F.col("_steps") >= 1)     # sequence(1, 0) counts down
+                .select("group", "_first", "_step", F.explode(F.sequence(F.lit(1), "_steps")).alias("_i"))
+                .select("group", F.timestamp_millis(F.unix_millis("_first") + F.col("_i") * F.col("_step"))
+                        .alias("time")))
+        times = times.unionByName(grid).distinct()
     counted = times.withColumn("_n", F.count("*").over(Window.partitionBy("group"))).withColumn(
         "_i", F.row_number().over(Window.partitionBy("group").orderBy("time")))
     step = F.greatest(F.ceil(F.col("_n") / F.lit(points)), F.lit(1))
@@ -193,14 +222,16 @@ def group_instants(lags: DataFrame, *, points: int = 400) -> DataFrame:
 
 
 def group_status_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
-    """Burrow's group status at (at most 400 of) each group's commit instants, computed once per parameters."""
+    """Burrow's group status at (at most 400 of) each group's commit instants and the instants between
+    them up to its logs' end (:func:`group_instants`), computed once per parameters."""
     intervals = int(params.get("burrow_intervals") or burrow_rules.DEFAULT_INTERVALS)
     refresh = int(params.get("burrow_refresh_s") or burrow_rules.DEFAULT_REFRESH_S)
     lags = lags_for(tables)
 
     def compute() -> DataFrame:
-        status = burrow_status(lags, growth_for(tables), instants=group_instants(lags), intervals=intervals,
-                               refresh_s=refresh)
+        growth = growth_for(tables)
+        instants = group_instants(lags, growth=growth, removed=removed_for(tables), every_s=refresh)
+        status = burrow_status(lags, growth, instants=instants, intervals=intervals, refresh_s=refresh)
         return burrow_group_status(status)
 
     return tables.derive(f"consumer_lag.burrow_groups:{intervals}:{refresh}", compute)

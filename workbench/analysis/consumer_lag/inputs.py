@@ -174,6 +174,12 @@ def commits_for(tables: Any) -> DataFrame:
     return tables.derive("consumer_lag.commits", lambda: effective_commits(tables.offsets))
 
 
+def removed_for(tables: Any) -> DataFrame:
+    """:func:`removed_offsets` of a bundle, computed once (the findings, the retention loss, Burrow's
+    instants and the summary all read it)."""
+    return tables.derive("consumer_lag.removed", lambda: removed_offsets(tables.offsets))
+
+
 def _leaders(tables: Any) -> DataFrame | None:
     try:
         return leader_changes(tables.metadata) if not tables.metadata.isEmpty() else None

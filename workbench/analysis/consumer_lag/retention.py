@@ -8,7 +8,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from workbench.analysis._checks import require_columns
-from workbench.analysis.consumer_lag.inputs import _metrics, growth_for, log_offsets_from_metrics, removed_offsets
+from workbench.analysis.consumer_lag.inputs import _metrics, growth_for, log_offsets_from_metrics, removed_for
 from workbench.analysis.consumer_lag.lag import lags_for
 from workbench.analysis.logs import asof
 
@@ -180,4 +180,4 @@ def loss_for(tables: Any) -> DataFrame:
     """:func:`retention_loss` of a bundle (LogStartOffset samples when it has them), computed once."""
     return tables.derive("consumer_lag.loss", lambda: retention_loss(
         lags_for(tables), growth_for(tables), log_starts=log_offsets_from_metrics(_metrics(tables), "start"),
-        removed=removed_offsets(tables.offsets)))
+        removed=removed_for(tables)))

@@ -12,7 +12,7 @@ import workbench.analysis.consumer_lag.burrow as burrow_rules
 from workbench.analysis._checks import require_columns
 from workbench.analysis.consumer_lag.burrow_history import group_status_for
 from workbench.analysis.consumer_lag.distributions import cache_lags_for, page_cache
-from workbench.analysis.consumer_lag.inputs import _has_commits, commits_for, growth_for, removed_offsets
+from workbench.analysis.consumer_lag.inputs import _has_commits, commits_for, growth_for, removed_for
 from workbench.analysis.consumer_lag.lag import lags_for
 from workbench.analysis.consumer_lag.retention import loss_for, removed_groups, stuck_partitions
 from workbench.analysis.text import bytes_text, duration_text, time_text
@@ -225,7 +225,7 @@ def findings_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
     def compute() -> DataFrame:
         commits = commits_for(tables)
         return findings(lags_for(tables), loss=loss_for(tables),
-                        removed=removed_groups(commits, removed_offsets(tables.offsets)),
+                        removed=removed_groups(commits, removed_for(tables)),
                         cache=page_cache(cache_lags_for(tables)), group_status=group_status_for(tables, params),
                         stuck=stuck_partitions(lags_for(tables), growth_for(tables)),
                         lag_warn_s=warn_s, burrow_intervals=intervals)
