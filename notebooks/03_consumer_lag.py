@@ -70,11 +70,12 @@ if lag_data:
     lag_frames = {k: v.toPandas() for k, v in lag_area.frames_for(inv.tables, inv.params).items()}
 
 # %% [markdown]
-# ## Lag histograms, page cache and lag over time
+# ## Lag histograms, page cache, lag and Burrow's status over time
 #
 # Commits per power-of-two bucket of byte or time lag (log scale; per leader broker), the share of
-# consumer positions within N bytes of the tail with p50, p90, p99 and p99.9 marked, and the lag at
-# each commit of the worst group-partitions.
+# consumer positions within N bytes of the tail with p50, p90, p99 and p99.9 marked, the lag at
+# each commit of the worst group-partitions, and Burrow's status of each group (OK, WARN, ERR) at
+# its commits and between them (a group that stopped committing while its logs grew is STOP, so ERR).
 
 # %%
 if lag_data:
@@ -103,5 +104,5 @@ if lag_data:
 if lag_data and lag_instant:
     at_instant = lag_analysis.lag_at(
         lag_analysis.commits_for(inv.tables), lag_analysis.growth_for(inv.tables), [lag_instant],
-        removed=lag_analysis.removed_offsets(inv.tables.offsets))
+        removed=lag_analysis.removed_for(inv.tables))
     display(HTML(table_html(at_instant.toPandas(), limit=500, empty="No group had committed by then.")))

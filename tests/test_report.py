@@ -417,6 +417,7 @@ def test_incident_report_on_the_demo_bundle(demo_bundle: Path, demo_report) -> N
     titles = [layout["title"]["text"] for layout in plotly_divs(text).values()]
     for title in ("Findings over time, by area", "Quorum offset divergence", "Partition ISR state over time",
                   "UnderMinIsrPartitionCount per leader broker", "Lag at each commit",
+                  "Burrow's group status over time",
                   "MirrorMaker 2 replication-record-lag (KIP-971)", "Tiered-storage backlog per partition"):
         assert any(t.startswith(title) for t in titles), (title, titles)
     assert result.exit_code == 1  # a commit stall, partitions under min ISR, a mirror outage: critical

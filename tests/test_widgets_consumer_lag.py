@@ -10,6 +10,7 @@ import pytest
 from widgets.consumer_lag import (
     ConsumerLagView,
     empty_frames,
+    figure_burrow_status,
     figure_lag_histogram,
     figure_lag_over_time,
     figure_page_cache,
@@ -49,9 +50,18 @@ def series_frame() -> pd.DataFrame:
                                        "records_lag", "bytes_lag", "time_lag_ms", "broker"])
 
 
+# group, time, status, worst, stop, stall, rewind, warn, total_lag
+BURROW = pd.DataFrame([
+    ("billing", pd.Timestamp(DAY + "03:10:00"), "OK", "OK", 0, 0, 0, 0, 0),
+    ("billing", pd.Timestamp(DAY + "03:11:00"), "WARN", "WARN", 0, 0, 0, 2, 40),
+    ("billing", pd.Timestamp(DAY + "03:12:00"), "ERR", "STOP", 2, 0, 0, 0, 90),
+    ("audit", pd.Timestamp(DAY + "03:11:30"), "OK", "OK", 0, 0, 0, 0, 0),
+], columns=["group", "time", "status", "worst", "stop", "stall", "rewind", "warn", "total_lag"])
+
+
 def frames() -> dict[str, pd.DataFrame]:
     return {"histogram_bytes": HIST, "histogram_time": HIST.assign(metric="time"), "cdf": CDF,
-            "page_cache": CACHE, "series": series_frame()}
+            "page_cache": CACHE, "series": series_frame(), "burrow": BURROW}
 
 
 def test_histogram_stacks_brokers_over_ordered_buckets_and_filters():
@@ -91,6 +101,24 @@ def test_names_from_the_data_are_escaped():
     series = series_frame().assign(group="<b>x</b>")
     fig = figure_lag_over_time(series)
     assert all("<b>" not in t.name for t in fig.data)
+    fig = figure_burrow_status(BURROW.assign(group="<b>x</b>"))
+    assert all("<b>" not in y for t in fig.data for y in t.y)
+    assert all("<b>" not in h for t in fig.data for h in t.hovertext)
+
+
+def test_burrow_status_draws_each_group_as_a_row_of_marks_coloured_by_status():
+    fig = figure_burrow_status(BURROW)
+    assert [t.name for t in fig.data] == ["OK", "WARN", "ERR"]
+    assert [list(t.y) for t in fig.data] == [["audit", "billing"], ["billing"], ["billing"]]
+    assert fig.data[2].hovertext[0] == ("billing: ERR (worst partition STOP; STOP 2, STALL 0, REWIND 0, WARN 0; "
+                                        "lag 90 records)")
+    assert list(fig.layout.yaxis.categoryarray) == ["billing", "audit"]
+    only = figure_burrow_status(BURROW, groups="audit", start=DAY + "03:00:00")
+    assert [list(t.y) for t in only.data] == [["audit"]]
+    assert [pd.Timestamp(x) for x in only.layout.xaxis.range] == [pd.Timestamp(DAY + "03:00:00"),
+                                                                  pd.Timestamp(DAY + "03:11:30")]
+    assert figure_burrow_status(BURROW, groups="nope").layout.annotations[0].text == \
+        "no group evaluated for this selection"
 
 
 def test_view_follows_controls_and_the_shared_window():
@@ -100,6 +128,7 @@ def test_view_follows_controls_and_the_shared_window():
     view.group_filter.value = ("audit",)
     assert [t.name for t in view.series_figure.data] == ["audit orders-0"]
     assert [list(t.y) for t in view.histogram.data] == [[2]]
+    assert [list(t.y) for t in view.burrow_figure.data] == [["audit"]]
     view.metric.value = "time"
     assert view.histogram.layout.title.text.startswith("ConsumerFetchLagTimeInMs")
     window.set(DAY + "03:10:00", DAY + "03:11:00")
@@ -121,14 +150,16 @@ def test_human_bytes():
 def test_view_of_a_bundle_without_commits_says_so():
     view = ConsumerLagView(empty_frames())
     assert view.status.value == "0 group-partition line(s) shown"
-    texts = [fig.layout.annotations[0].text for fig in (view.histogram, view.cache_figure, view.series_figure)]
+    texts = [fig.layout.annotations[0].text for fig in (view.histogram, view.cache_figure, view.series_figure,
+                                                        view.burrow_figure)]
     assert texts == ["no commits for this selection", "no commits with a known byte lag",
-                     "no commits for this selection"]
+                     "no commits for this selection", "no group evaluated for this selection"]
 
 
-def test_the_report_figures_are_the_four_the_report_drew_for_its_groups_and_window():
-    """What the notebook's report drew before ``show``: both histograms, the page-cache curve and the
-    byte lag over time, for ``lag_groups`` and the notebook's window, whatever the controls."""
+def test_the_report_figures_are_the_five_the_report_drew_for_its_groups_and_window():
+    """What the notebook's report drew before ``show``: both histograms, the page-cache curve, the
+    byte lag and Burrow's status over time, for ``lag_groups`` and the notebook's window, whatever
+    the controls."""
     start, end = DAY + "03:10:30", DAY + "03:12:30"
     window = TimeWindow()
     window.set(start, end)
@@ -138,9 +169,11 @@ def test_the_report_figures_are_the_four_the_report_drew_for_its_groups_and_wind
     drawn = [figure_lag_histogram(HIST, metric="bytes", groups="billing, nope"),
              figure_lag_histogram(HIST.assign(metric="time"), metric="time", groups="billing, nope"),
              figure_page_cache(CDF, CACHE),
-             figure_lag_over_time(series_frame(), metric="bytes", groups="billing, nope", start=start, end=end)]
+             figure_lag_over_time(series_frame(), metric="bytes", groups="billing, nope", start=start, end=end),
+             figure_burrow_status(BURROW, groups="billing, nope", start=start, end=end)]
     assert [json.loads(f.to_json()) for f in view.report_figures()] == [json.loads(f.to_json()) for f in drawn]
     every = [figure_lag_histogram(HIST, metric="bytes"), figure_lag_histogram(HIST, metric="time"),
-             figure_page_cache(CDF, CACHE), figure_lag_over_time(series_frame(), metric="bytes")]
+             figure_page_cache(CDF, CACHE), figure_lag_over_time(series_frame(), metric="bytes"),
+             figure_burrow_status(BURROW)]
     assert [json.loads(f.to_json()) for f in ConsumerLagView(frames()).report_figures()] == [
         json.loads(f.to_json()) for f in every]

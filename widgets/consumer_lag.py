@@ -9,7 +9,10 @@ with ``toPandas``), never commits by the million:
 * ``page_cache`` — :func:`~workbench.analysis.consumer_lag.page_cache` by broker (``quantile, tail_bytes,
   cache_bytes``);
 * ``series`` — commits of the worst partitions (``group, topic, partition, commit_time, records_lag,
-  bytes_lag, time_lag_ms``), already cut to the top N by the analysis.
+  bytes_lag, time_lag_ms``), already cut to the top N by the analysis;
+* ``burrow`` (optional) — :func:`~workbench.analysis.consumer_lag.burrow_group_status`: Burrow's
+  status of each group at each evaluated instant (``group, time, status, worst, stop, stall, rewind,
+  warn, total_lag``).
 
 Each figure has a pure ``figure_*`` function (for the static report) beside the interactive
 :class:`ConsumerLagView`. Filters, a search box and a top-N limit keep the figures readable with
@@ -35,6 +38,7 @@ from workbench.errors import ConfigError
 __all__ = [
     "ConsumerLagView",
     "empty_frames",
+    "figure_burrow_status",
     "figure_lag_histogram",
     "figure_lag_over_time",
     "figure_page_cache",
@@ -44,6 +48,9 @@ HISTOGRAM_COLUMNS = ("broker", "group", "topic", "bucket", "lower", "upper", "co
 CDF_COLUMNS = ("broker", "bytes", "fraction")
 CACHE_COLUMNS = ("broker", "quantile", "tail_bytes")
 SERIES_COLUMNS = ("group", "topic", "partition", "commit_time", "records_lag", "bytes_lag", "time_lag_ms")
+BURROW_COLUMNS = ("group", "time", "status", "worst", "stop", "stall", "rewind", "warn", "total_lag")
+#: Burrow's group statuses, in the order drawn, with their colours.
+_BURROW_COLOURS = {"OK": "#2ca02c", "WARN": "#ff7f0e", "ERR": "#d62728"}
 #: metric -> (series column, axis title)
 _METRICS = {"records": ("records_lag", "records behind"), "bytes": ("bytes_lag", "bytes behind"),
             "time": ("time_lag_ms", "ms behind")}
@@ -208,30 +215,76 @@ def figure_lag_over_time(series: pd.DataFrame, *, metric: str = "records", group
     return fig
 
 
+def figure_burrow_status(burrow: pd.DataFrame, *, groups: Iterable[Any] | str | None = None,
+                         start: TimeLike = None, end: TimeLike = None) -> go.Figure:
+    """Burrow's status of each group over time: one row per group, one mark per evaluated instant,
+    coloured OK, WARN or ERR; the hover names the worst partition status and how many partitions had each.
+
+    Parameters
+    ----------
+    burrow : pandas.DataFrame
+        :data:`BURROW_COLUMNS` rows (the area's ``burrow`` frame).
+    groups : iterable of str or str, optional
+        Only these groups (``None``: all).
+    start, end : time, optional
+        x-axis window (UTC).
+    """
+    require_columns(burrow, BURROW_COLUMNS, "Burrow status frame")
+    title = "Burrow's group status over time (OK, WARN, ERR)"
+    data = _filtered(burrow, group=groups)
+    if data.empty:
+        return empty_figure(title, "no group evaluated for this selection")
+    names = sorted({str(g) for g in data["group"]})
+    fig = go.Figure()
+    for status, colour in _BURROW_COLOURS.items():
+        rows = data[data["status"] == status].sort_values(["group", "time"])
+        if rows.empty:
+            continue
+        hover = [plotly_text(f"{g}: {status} (worst partition {w}; STOP {int(a)}, STALL {int(b)}, "
+                             f"REWIND {int(c)}, WARN {int(d)}; lag {int(lag)} records)")
+                 for g, w, a, b, c, d, lag in zip(rows["group"], rows["worst"].fillna("-"), rows["stop"].fillna(0),
+                                                  rows["stall"].fillna(0), rows["rewind"].fillna(0),
+                                                  rows["warn"].fillna(0), rows["total_lag"].fillna(0), strict=True)]
+        fig.add_trace(go.Scatter(x=utc_naive(rows["time"]), y=[plotly_text(str(g)) for g in rows["group"]],
+                                 mode="markers", name=status, marker={"color": colour, "symbol": "square", "size": 9},
+                                 hovertext=hover, hoverinfo="x+text"))
+    lo, hi = parse_time(start, "start"), parse_time(end, "end")
+    layout: dict[str, Any] = {"title": title, "height": 160 + 28 * len(names), "xaxis_title": "time (UTC)",
+                              "yaxis": {"categoryorder": "array",
+                                        "categoryarray": [plotly_text(n) for n in reversed(names)]}}
+    if lo is not None or hi is not None:
+        times = utc_naive(data["time"])
+        layout["xaxis_range"] = [lo if lo is not None else times.min(), hi if hi is not None else times.max()]
+    fig.update_layout(**layout)
+    return fig
+
+
 def empty_frames() -> dict[str, pd.DataFrame]:
     """The view's frames without rows (a bundle with no commits: the view shows that nothing is there).
 
     Examples
     --------
     >>> sorted(empty_frames())
-    ['cdf', 'histogram_bytes', 'histogram_time', 'page_cache', 'series']
+    ['burrow', 'cdf', 'histogram_bytes', 'histogram_time', 'page_cache', 'series']
     """
     hist = pd.DataFrame({c: pd.Series(dtype="object") for c in HISTOGRAM_COLUMNS})
     return {"histogram_bytes": hist, "histogram_time": hist.copy(),
             "cdf": pd.DataFrame({c: pd.Series(dtype="float64") for c in CDF_COLUMNS}),
             "page_cache": pd.DataFrame({c: pd.Series(dtype="float64") for c in CACHE_COLUMNS}),
-            "series": pd.DataFrame({c: pd.Series(dtype="object") for c in SERIES_COLUMNS})}
+            "series": pd.DataFrame({c: pd.Series(dtype="object") for c in SERIES_COLUMNS}),
+            "burrow": pd.DataFrame({c: pd.Series(dtype="object") for c in BURROW_COLUMNS})}
 
 
 class ConsumerLagView(ipw.VBox):
-    """Interactive consumer-lag view: histograms, the page-cache curve and lag over time, with filters.
+    """Interactive consumer-lag view: histograms, the page-cache curve, lag and Burrow's status over time, with filters.
 
     Parameters
     ----------
     frames : mapping of str to pandas.DataFrame
-        The area's view frames (``histogram_bytes``, ``histogram_time``, ``cdf``, ``page_cache``, ``series``).
+        The area's view frames (``histogram_bytes``, ``histogram_time``, ``cdf``, ``page_cache``, ``series``,
+        and ``burrow`` when the analysis gives it).
     window : widgets.linking.TimeWindow, optional
-        A shared window: the lag-over-time figure's x axis follows it (the histograms and the curve cover
+        A shared window: the over-time figures' x axes follow it (the histograms and the curve cover
         the whole bundle).
     top : int
         Lines drawn in the lag-over-time figure at first.
@@ -257,8 +310,8 @@ class ConsumerLagView(ipw.VBox):
 
     def __init__(self, frames: Any, *, window: TimeWindow | None = None, top: int = 10,
                  groups: Iterable[str] | str | None = None) -> None:
-        self._frames = {k: frames[k] for k in ("histogram_bytes", "histogram_time", "cdf", "page_cache", "series")
-                        if k in frames}
+        self._frames = {k: frames[k] for k in ("histogram_bytes", "histogram_time", "cdf", "page_cache", "series",
+                                               "burrow") if k in frames}
         missing = [k for k in ("histogram_bytes", "histogram_time", "cdf", "series") if k not in self._frames]
         if missing:
             raise ConfigError(f"consumer-lag view: frames {missing} missing")
@@ -282,6 +335,7 @@ class ConsumerLagView(ipw.VBox):
         self.histogram = FigureWidget()
         self.cache_figure = FigureWidget()
         self.series_figure = FigureWidget()
+        self.burrow_figure = FigureWidget()
         self.status = ipw.HTML()
         self._window = window
         self._refresh()
@@ -291,10 +345,16 @@ class ConsumerLagView(ipw.VBox):
             window.observe(self._on_change, names="range")
         super().__init__(children=[
             self.metric, ipw.HBox([self.group_filter, self.topic_filter, self.broker_filter]),
-            ipw.HBox([self.search, self.top]), self.status, self.histogram, self.cache_figure, self.series_figure])
+            ipw.HBox([self.search, self.top]), self.status, self.histogram, self.cache_figure, self.series_figure,
+            self.burrow_figure])
 
-    def figures(self) -> tuple[go.Figure, go.Figure, go.Figure]:
-        """Plain figures for the current control values: histogram, page-cache curve, lag over time."""
+    def _burrow(self) -> pd.DataFrame:
+        frame = self._frames.get("burrow")
+        return frame if frame is not None else empty_frames()["burrow"]
+
+    def figures(self) -> tuple[go.Figure, go.Figure, go.Figure, go.Figure]:
+        """Plain figures for the current control values: histogram, page-cache curve, lag over time,
+        Burrow's status over time."""
         metric = self.metric.value
         hist_metric = "time" if metric == "time" else "bytes"
         groups = self.group_filter.value or None
@@ -307,17 +367,19 @@ class ConsumerLagView(ipw.VBox):
             figure_page_cache(self._frames["cdf"], self._frames.get("page_cache"), brokers=brokers),
             figure_lag_over_time(self._frames["series"], metric=metric, groups=groups, topics=topics,
                                  search=self.search.value or None, top=int(self.top.value), start=start, end=end),
+            figure_burrow_status(self._burrow(), groups=groups, start=start, end=end),
         )
 
     def report_figures(self) -> list[go.Figure]:
         """The static report's figures, for the given groups: the histograms of byte and time lag,
-        the page-cache curve, and the byte lag at each commit over the shared window."""
+        the page-cache curve, the byte lag at each commit and Burrow's status over the shared window."""
         start, end = report_window(None, None, self._window)
         return [
             figure_lag_histogram(self._frames["histogram_bytes"], metric="bytes", groups=self._groups),
             figure_lag_histogram(self._frames["histogram_time"], metric="time", groups=self._groups),
             figure_page_cache(self._frames["cdf"], self._frames.get("page_cache")),
             figure_lag_over_time(self._frames["series"], metric="bytes", groups=self._groups, start=start, end=end),
+            figure_burrow_status(self._burrow(), groups=self._groups, start=start, end=end),
         ]
 
     def _on_change(self, _change: dict) -> None:
@@ -325,7 +387,8 @@ class ConsumerLagView(ipw.VBox):
 
     def _refresh(self) -> None:
         figures = self.figures()
-        for widget, figure in zip((self.histogram, self.cache_figure, self.series_figure), figures, strict=True):
+        for widget, figure in zip((self.histogram, self.cache_figure, self.series_figure, self.burrow_figure), figures,
+                                  strict=True):
             redraw(widget, figure)
         lines = len(figures[2].data)
         self.status.value = f"{lines} group-partition line(s) shown"
