@@ -96,6 +96,22 @@ if lag_data:
     display(HTML(table_html(lag_frames["groups"], limit=200, empty="No commits.")))
 
 # %% [markdown]
+# ## Kafka's lag histograms per broker
+#
+# The attributes the seed's `ConsumerFetchLagBytes` and `ConsumerFetchLagTimeInMs` histogram MBeans
+# would have shown per leader broker (Count, Min, Max, Mean, StdDev and Yammer's percentiles), over
+# the notebook's window (`start`, `end`): computed over every commit in it, not a decaying sample;
+# `unknown` counts the commits whose lag could not be computed.
+
+# %%
+if lag_data:
+    for lag_metric in ("bytes", "time"):
+        lag_attributes = lag_analysis.lag_summary(lag_analysis.lags_for(inv.tables), metric=lag_metric,
+                                                  start=inv.start, end=inv.end)
+        display(HTML(table_html(lag_attributes.orderBy("broker").toPandas(), limit=50,
+                                empty="No commit in the window.")))
+
+# %% [markdown]
 # ## Lag at a chosen instant
 #
 # Every group and partition as `kafka-consumer-groups --describe` would have shown it at `lag_instant`.
