@@ -63,3 +63,37 @@ def topic_of(rel: str) -> str | None:
     if len(parts) < 2 or "-" not in parts[-2]:
         return None
     return parts[-2].rsplit("-", 1)[0]
+
+
+def metadata_payloads(path: Path) -> list[tuple[int, dict]]:
+    """(CreateTime ms, payload) of every record of the longest metadata-log dump Kafka printed
+    (a controller's: the brokers' replicas stop before the quorum does)."""
+    dumps = [e["dump"] for e in dump_entries(path) if "__cluster_metadata" in e["file"] and e["file"].endswith(".log")]
+    best: list[tuple[int, dict]] = []
+    for dump in dumps:
+        rows = []
+        for line in (path / dump).read_text(encoding="utf-8").splitlines():
+            if " payload: " in line and "CreateTime: " in line:
+                created = int(line.split("CreateTime: ", 1)[1].split()[0])
+                rows.append((created, json.loads(line.split(" payload: ", 1)[1])))
+        best = rows if len(rows) > len(best) else best
+    return best
+
+
+def dumped_final_states(path: Path) -> dict[tuple[str, int], tuple[int, list[int]]]:
+    """Each partition's last ``(leader, sorted ISR)`` as Kafka's own metadata-log dump leaves it:
+    records applied in log order, a change record's leader -2 and absent ISR meaning unchanged,
+    removed topics gone."""
+    final: dict[tuple[str, int], tuple[int, list[int]]] = {}
+    for _t, p in metadata_payloads(path):
+        data = p["data"]
+        key = (data.get("topicId"), data.get("partitionId"))
+        if p["type"] == "PARTITION_RECORD":
+            final[key] = (data["leader"], sorted(data["isr"]))
+        elif p["type"] == "PARTITION_CHANGE_RECORD" and key in final:
+            leader, ids = final[key]
+            final[key] = (leader if data.get("leader", -2) == -2 else data["leader"],
+                          ids if data.get("isr") is None else sorted(data["isr"]))
+        elif p["type"] == "REMOVE_TOPIC_RECORD":
+            final = {k: v for k, v in final.items() if k[0] != data["topicId"]}
+    return final

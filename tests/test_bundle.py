@@ -40,16 +40,17 @@ def test_classifies_every_file(tmp_path):
     got = {a.path: a for a in bundle.artifacts}
     logs = "nodes/7/logs/"
     assert got[logs + "__cluster_metadata-0/00000000000000000000.log"] == Artifact(
-        logs + "__cluster_metadata-0/00000000000000000000.log", 3, "segment", "__cluster_metadata", 0, 0, 10)
+        logs + "__cluster_metadata-0/00000000000000000000.log", 3, "segment", "__cluster_metadata", 0, 0, 10,
+        cluster_id="abc")
     assert got[logs + "__cluster_metadata-0/00000000000000000042-0000000003.checkpoint"] == Artifact(
         logs + "__cluster_metadata-0/00000000000000000042-0000000003.checkpoint", 3, "snapshot",
-        "__cluster_metadata", 0, 42, 1)
+        "__cluster_metadata", 0, 42, 1, cluster_id="abc")
     assert got[logs + "orders-eu-12/00000000000000000100.log"] == Artifact(
-        logs + "orders-eu-12/00000000000000000100.log", 3, "segment", "orders-eu", 12, 100, 5)
+        logs + "orders-eu-12/00000000000000000100.log", 3, "segment", "orders-eu", 12, 100, 5, cluster_id="abc")
     assert got[logs + "orders-eu-12/00000000000000000100.index"].kind == "offset_index"
     dead = got[logs + "orders-3.0123456789abcdef0123456789abcdef-delete/00000000000000000000.log"]
     assert (dead.topic, dead.partition, dead.dir_state) == ("orders", 3, "delete")
-    assert got["dumps/a.txt"].kind == "dump_text"
+    assert (got["dumps/a.txt"].kind, got["dumps/a.txt"].cluster_id) == ("dump_text", None)
     assert got["manifest.json"].kind == "manifest"
     assert bundle.manifest == {"scenario": "isr"}
     assert [a.path for a in bundle.metadata_files] == [
@@ -158,6 +159,30 @@ def test_missing_and_wrong_paths(tmp_path):
 def test_properties():
     assert parse_java_properties("#c\n! other\nnode.id = 3\ncluster.id:abc\nkey value\n\n") == {
         "node.id": "3", "cluster.id": "abc", "key": "value"}
+
+
+def test_clusters_whose_node_ids_repeat_are_kept_apart(tmp_path):
+    """Two clusters' docker volumes side by side, both numbering nodes from 1: every file takes the
+    ``cluster.id`` of the node directory holding it (its log dir's, or the one beside its config)."""
+    for cluster, nodes in (("east", (1, 2)), ("west", (1,))):
+        for node in nodes:
+            home = tmp_path / cluster / f"kafka{node}"
+            (home / "data" / "orders-0").mkdir(parents=True)
+            (home / "data" / "meta.properties").write_text(f"node.id={node}\nversion=1\ncluster.id={cluster}-id\n")
+            (home / "data" / "orders-0" / "00000000000000000000.log").write_bytes(b"")
+            (home / "config").mkdir()
+            (home / "config" / "server.properties").write_text(f"node.id={node}\n")
+    (tmp_path / "east" / "notes.txt").write_text("east\n")
+    (tmp_path / "readme.txt").write_text("both\n")
+    bundle = open_bundle(tmp_path)
+    got = {a.path: (a.node_id, a.cluster_id) for a in bundle.artifacts}
+    assert got["east/kafka1/data/orders-0/00000000000000000000.log"] == (1, "east-id")
+    assert got["west/kafka1/data/orders-0/00000000000000000000.log"] == (1, "west-id")
+    assert got["west/kafka1/config/server.properties"] == (-1, "west-id")
+    assert got["east/notes.txt"] == (-1, "east-id")  # inside one cluster's directory
+    assert got["readme.txt"] == (-1, None)  # above both
+    assert bundle.clusters() == {"east-id": [1, 2], "west-id": [1]}
+    assert bundle.node_clusters() == {2: "east-id"}  # node id 1 names a node of each cluster
 
 
 def test_node_configuration_and_log4j_files(tmp_path):

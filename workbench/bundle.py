@@ -20,7 +20,7 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
@@ -71,6 +71,8 @@ class Artifact:
     base_offset: int | None
     bytes: int
     dir_state: str | None = None  # "delete", "future" or "stray" for such partition dirs
+    #: the ``cluster.id`` of the node directory holding the file (:func:`_assign_clusters`)
+    cluster_id: str | None = None
 
 
 @dataclass
@@ -130,16 +132,17 @@ class Bundle:
         return sorted({a.node_id for a in self.artifacts})
 
     def node_clusters(self) -> dict[int, str]:
-        """The cluster id of each node, from the ``meta.properties`` of its log dirs.
+        """The cluster id of each node id, from the ``meta.properties`` of its log dirs.
 
-        A bundle may hold several clusters (MirrorMaker 2's source and target, say); analyses that
-        replay a metadata log keep each cluster's replicas apart with this. Nodes whose
+        A bundle may hold several clusters (MirrorMaker 2's source and target, say). A node id
+        that names nodes of several clusters (two clusters both numbering from 1) is absent: such
+        nodes' files are told apart by :attr:`Artifact.cluster_id`, never by their id. Nodes whose
         ``meta.properties`` is missing or unreadable are absent.
         """
         if self._clusters is None:
             from workbench.formats.kraft_files import parse_meta_properties
 
-            found: dict[int, str] = {}
+            found: dict[int, set[str]] = {}
             for a in self.of_kind("meta_properties"):
                 try:
                     meta = parse_meta_properties((self.root / a.path).read_text("utf-8", errors="replace"))
@@ -154,9 +157,24 @@ class Bundle:
                                                  f"the node is taken from its directory ({a.node_id})"))
                     node = a.node_id
                 if meta.cluster_id and node is not None and node >= 0:
-                    found.setdefault(node, meta.cluster_id)
-            self._clusters = found
+                    found.setdefault(node, set()).add(meta.cluster_id)
+            self._clusters = {node: next(iter(ids)) for node, ids in found.items() if len(ids) == 1}
         return dict(self._clusters)
+
+    def cluster_of(self, artifact: Artifact) -> str | None:
+        """The cluster id of ``artifact``: its node directory's, else its node id's when only one
+        cluster has that id (:meth:`node_clusters`), else ``None``."""
+        if artifact.cluster_id is not None:
+            return artifact.cluster_id
+        return self.node_clusters().get(artifact.node_id)
+
+    def clusters(self) -> dict[str | None, list[int]]:
+        """The node ids of each cluster id (``None``: nodes of no known cluster), sorted."""
+        out: dict[str | None, set[int]] = {}
+        for a in self.artifacts:
+            if a.node_id >= 0:
+                out.setdefault(self.cluster_of(a), set()).add(a.node_id)
+        return {c: sorted(out[c]) for c in sorted(out, key=lambda c: (c is None, c or ""))}
 
     def inventory_rows(self) -> list[dict]:
         """The inventory as a list of dicts (one per artifact)."""
@@ -260,6 +278,7 @@ def _discover(root: Path) -> Bundle:
             artifacts.append(_classify(root, file, node_cache))
         except OSError as exc:
             problems.append(Problem(str(file), 0, "unreadable", str(exc)))
+    artifacts = _assign_clusters(root, artifacts)
     manifest = None
     manifest_path = root / "manifest.json"
     if manifest_path.is_file():
@@ -556,6 +575,42 @@ def _walk(root: Path) -> Iterator[Path]:
     for path in sorted(root.rglob("*")):
         if path.is_file() and not path.is_symlink():
             yield path
+
+
+def _assign_clusters(root: Path, artifacts: list[Artifact]) -> list[Artifact]:
+    """Each artifact with the ``cluster.id`` of the node directory holding it.
+
+    The nearest directory above the file (the bundle's top excluded) that holds ``meta.properties``
+    files, itself or below it, names the cluster when they all give one ``cluster.id``: a log dir's
+    files take its own, ``nodes/1/config/server.properties`` or ``kafka1/config/server.properties``
+    take ``kafka1/data/meta.properties``'s. Two clusters whose nodes share ids stay apart this way.
+    A directory whose files disagree, or a file above every node directory, names none.
+    """
+    below: dict[Path, set[str]] = {}
+    for a in artifacts:
+        if a.kind != "meta_properties":
+            continue
+        try:
+            text = (root / a.path).read_text("utf-8", errors="replace")
+        except OSError:
+            continue
+        cluster = parse_java_properties(text).get("cluster.id", "").strip()
+        for parent in PurePosixPath(a.path).parents:
+            if parent == PurePosixPath("."):
+                break
+            below.setdefault(Path(parent), set()).add(cluster)
+    if not below:
+        return artifacts
+    out = []
+    for a in artifacts:
+        cluster = None
+        for parent in PurePosixPath(a.path).parents:
+            ids = below.get(Path(parent))
+            if ids is not None:
+                cluster = next(iter(ids)) if len(ids) == 1 else None
+                break
+        out.append(replace(a, cluster_id=cluster or None) if cluster else a)
+    return out
 
 
 def _node_of(root: Path, file: Path, cache: dict[Path, int]) -> int:

@@ -102,15 +102,23 @@ def _inspect(args: argparse.Namespace, bundle: Any, scanned: list) -> int:
     print(f"bundle {bundle.root}")
     if bundle.manifest:
         print(f"  scenario {bundle.manifest.get('scenario')}, Kafka {bundle.manifest.get('kafka_version')}")
-    per_node: dict[int, Counter] = {}
+    clusters = bundle.clusters()
+    for cluster, nodes in clusters.items():
+        named = f"cluster {cluster}" if cluster is not None else "nodes of no known cluster (no cluster.id)"
+        print(f"  {named}: node{'s' if len(nodes) > 1 else ''} {', '.join(map(str, nodes))}")
+    several = len(clusters) > 1
+    per_node: dict[tuple[str, int], Counter] = {}
     sizes: Counter = Counter()
     for a in bundle.artifacts:
-        per_node.setdefault(a.node_id, Counter())[a.kind] += 1
-        sizes[a.node_id] += a.bytes
-    for node in sorted(per_node):
+        key = ((bundle.cluster_of(a) or "") if several and a.node_id >= 0 else "", a.node_id)
+        per_node.setdefault(key, Counter())[a.kind] += 1
+        sizes[key] += a.bytes
+    for key in sorted(per_node):
+        cluster, node = key
         label = f"node {node}" if node >= 0 else "outside node dirs"
-        kinds = ", ".join(f"{k} {n}" for k, n in sorted(per_node[node].items()))
-        print(f"  {label}: {sizes[node]:,} bytes; {kinds}")
+        label += f" of {cluster}" if cluster else ""
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(per_node[key].items()))
+        print(f"  {label}: {sizes[key]:,} bytes; {kinds}")
     topics = sorted({(a.topic, a.partition) for a in bundle.artifacts if a.topic is not None},
                     key=lambda t: (t[0] or "", t[1] or 0))
     print(f"  {len(topics)} partition directories")

@@ -15,7 +15,7 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 import workbench
-from tests.kafka_bundles import dump_entries
+from tests.kafka_bundles import dumped_final_states, metadata_payloads
 from workbench.analysis import isr
 from workbench.analysis.isr.states import _FOLLOWED
 from workbench.formats.tooltext import parse_topics_describe
@@ -142,40 +142,11 @@ def test_static_min_isr_comes_from_the_brokers_server_properties(analysed):
     assert isr.static_min_isr(tables, {"min_insync_replicas": 3}) == 3
 
 
-def metadata_payloads(path: Path) -> list[tuple[int, dict]]:
-    """(CreateTime ms, payload) of every record of the longest metadata-log dump Kafka printed
-    (a controller's: the brokers' replicas stop before the quorum does)."""
-    dumps = [e["dump"] for e in dump_entries(path) if "__cluster_metadata" in e["file"] and e["file"].endswith(".log")]
-    best: list[tuple[int, dict]] = []
-    for dump in dumps:
-        rows = []
-        for line in (path / dump).read_text(encoding="utf-8").splitlines():
-            if " payload: " in line and "CreateTime: " in line:
-                created = int(line.split("CreateTime: ", 1)[1].split()[0])
-                rows.append((created, json.loads(line.split(" payload: ", 1)[1])))
-        best = rows if len(rows) > len(best) else best
-    return best
-
-
 def test_each_partitions_final_state_is_what_kafkas_dump_leaves(analysed):
     """Every partition's last leader and ISR, as Kafka's own dump of the metadata log leaves them
     (records applied in log order; a change record's leader -2 and absent ISR mean unchanged)."""
     path, _manifest, states, _counts, tables = analysed
-    final: dict[tuple[str, int], tuple[int, list[int]]] = {}
-    for _t, p in metadata_payloads(path):
-        data = p["data"]
-        key = (data.get("topicId"), data.get("partitionId"))
-        if p["type"] == "PARTITION_RECORD":
-            final[key] = (data["leader"], sorted(data["isr"]))
-        elif p["type"] == "PARTITION_CHANGE_RECORD" and key in final:
-            leader, isr_ids = final[key]
-            if data.get("leader", -2) != -2:
-                leader = data["leader"]
-            if data.get("isr") is not None:
-                isr_ids = sorted(data["isr"])
-            final[key] = (leader, isr_ids)
-        elif p["type"] == "REMOVE_TOPIC_RECORD":
-            final = {k: v for k, v in final.items() if k[0] != data["topicId"]}
+    final = dumped_final_states(path)
     got = isr.final_states(isr.partition_states(tables.metadata)).toPandas()
     assert {(r.topic_id, r.partition): (r.leader, sorted(r.isr)) for r in got.itertuples()} == final
     assert len(got) == len(final) > 0
@@ -251,3 +222,4 @@ def test_one_replica_kept_as_parquet_is_replayed_from_its_files_as_the_reference
     assertDataFrameEqual(states, reference)
     assertDataFrameEqual(isr.under_min_isr_counts(states), isr.under_min_isr_counts(reference, compiled=False))
     assertDataFrameEqual(isr.partition_summary(states), isr.partition_summary(reference, compiled=False))
+

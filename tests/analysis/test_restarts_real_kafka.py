@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import workbench
-from tests.kafka_bundles import dump_entries
+from tests.kafka_bundles import dump_entries, dumped_final_states
 from workbench.analysis import isr, quorum
 from workbench.analysis.metadata_log import cluster_restarts
 
@@ -139,3 +139,14 @@ def test_each_stop_is_one_finding_and_no_outage_or_stall_is_told_for_it(bundle):
     assert not (q.kind == "commit_stall").any(), q[q.kind == "commit_stall"].summary.tolist()
     assert quorum.key_figures(result)["commit_stalls"] == 0
     assert events(manifest, "broker_hard_stop"), "the scenario kills one broker alone too"
+
+
+def test_after_the_stops_each_partitions_final_state_is_what_kafkas_dump_leaves(bundle):
+    """Killing every node at once, then the clean stop at the end (brokers fenced and shut down
+    within milliseconds): each partition's last leader and ISR are those Kafka's own dump of the
+    metadata log leaves, every record applied in offset order."""
+    path, _manifest, tables = bundle
+    final = dumped_final_states(path)
+    got = isr.final_states(isr.partition_states(tables.metadata)).toPandas()
+    assert {(r.topic_id, r.partition): (r.leader, sorted(r.isr)) for r in got.itertuples()} == final
+    assert len(final) > 0

@@ -129,7 +129,6 @@ def static_rows(ctx: BuildContext) -> tuple[list[tuple], list[tuple]]:
     rows: list[tuple] = []
     problems: list[tuple] = []
     strict = bool(ctx.option("strict", False))
-    clusters = node_clusters(ctx)
     for artifact in ctx.bundle.of_kind("server_properties"):
         path = str(ctx.bundle.root / artifact.path)
         log = ProblemLog(path, strict=strict)
@@ -147,7 +146,7 @@ def static_rows(ctx: BuildContext) -> tuple[list[tuple], list[tuple]]:
         for name, value in props.items():
             value = checked_setting(name, value, text, log)
             rows.append(("static", "node", str(node), name, value, None, None, None, "properties", node, 1,
-                         clusters.get(node), path))
+                         artifact.cluster_id or ctx.bundle.node_clusters().get(node), path))
         problems += [(node, p.path, p.position, p.kind, p.detail) for p in log.problems]
     return rows, problems
 
@@ -160,8 +159,8 @@ def config_record_fields(metadata: DataFrame) -> DataFrame:
     Returns
     -------
     DataFrame
-        ``node_id, path, file_kind, file_offset, offset, timestamp, resource_type_code, resource_name,
-        name, value``.
+        ``node_id, cluster_id, path, file_kind, file_offset, offset, timestamp, resource_type_code,
+        resource_name, name, value``.
     """
     from pyspark.sql import functions as F
 
@@ -174,8 +173,9 @@ def config_record_fields(metadata: DataFrame) -> DataFrame:
         from_fields = fields.getField(key)
         return F.coalesce(F.col(name), from_fields) if name in present else from_fields
 
+    cluster = F.col("cluster_id") if "cluster_id" in present else F.lit(None).cast("string")
     return (metadata.where(F.col("record_type") == "ConfigRecord")
-            .select("node_id", "path", "file_kind", "file_offset", "offset", "timestamp",
+            .select("node_id", cluster.alias("cluster_id"), "path", "file_kind", "file_offset", "offset", "timestamp",
                     column("config_resource_type", typed["config_resource_type"]).alias("resource_type_code"),
                     column("config_resource_name", typed["config_resource_name"]).alias("resource_name"),
                     column("config_name", typed["config_name"]).alias("name"),
@@ -184,14 +184,15 @@ def config_record_fields(metadata: DataFrame) -> DataFrame:
 
 def dynamic_configs(metadata: DataFrame, clusters: Mapping[int, str] | None = None) -> DataFrame:
     """``ConfigRecord`` records as rows of :data:`CONFIGS_SCHEMA` (before hiding secrets), one per
-    record of each cluster (``clusters``: node id -> cluster id)."""
+    record of each cluster: the metadata row's ``cluster_id``, else its node's in ``clusters``
+    (node id -> cluster id)."""
     from pyspark.sql import functions as F
 
     rec = config_record_fields(metadata)
     cluster = F.lit(None).cast("string")
     for node, cid in sorted((clusters or {}).items()):
         cluster = F.when(F.col("node_id") == node, F.lit(cid)).otherwise(cluster)
-    rec = rec.withColumn("cluster_id", cluster)
+    rec = rec.withColumn("cluster_id", F.coalesce(F.col("cluster_id"), cluster))
     code = F.col("resource_type_code")
     rtype = F.lit(None).cast("string")
     for number, label in RESOURCE_TYPES.items():
@@ -250,18 +251,18 @@ def static_config(tables: Mapping[str, DataFrame], name: str) -> DataFrame:
             .select("node_id", "value", "path").orderBy("node_id", "path"))
 
 
-def static_settings(tables: Any) -> list[tuple[int | None, str, str | None, str]]:
-    """Every static setting of the nodes' properties files as ``(node_id, name, value, path)``.
+def static_settings(tables: Any) -> list[tuple[int | None, str, str | None, str, str | None]]:
+    """Every static setting of the nodes' properties files as ``(node_id, name, value, path, cluster_id)``.
 
     Collected once per loaded bundle (``tables.kept``; tables without it collect each time): several
     areas read a few settings each, and one small collect costs what one setting's did.
     """
     from pyspark.sql import functions as F
 
-    def collect() -> list[tuple[int | None, str, str | None, str]]:
-        return [(r["node_id"], r["name"], r["value"], r["path"]) for r in
-                tables["configs"].where(F.col("scope") == "static").select("node_id", "name", "value", "path")
-                .orderBy("node_id", "path").collect()]
+    def collect() -> list[tuple[int | None, str, str | None, str, str | None]]:
+        return [(r["node_id"], r["name"], r["value"], r["path"], r["cluster_id"]) for r in
+                tables["configs"].where(F.col("scope") == "static")
+                .select("node_id", "name", "value", "path", "cluster_id").orderBy("node_id", "path").collect()]
 
     from workbench.spark.registry import kept_with
 

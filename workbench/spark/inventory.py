@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 INVENTORY_SCHEMA = (
     "path string, node_id int, kind string, topic string, partition int, base_offset long, "
-    "bytes long, dir_state string"
+    "bytes long, dir_state string, cluster_id string"
 )
 
 
@@ -30,7 +30,7 @@ def build_inventory(ctx: BuildContext) -> DataFrame:
 
 TABLE = register_table(
     "inventory",
-    row="file of the bundle (path, node, kind, topic, partition, base offset, size)",
+    row="file of the bundle (path, node, kind, topic, partition, base offset, size, cluster)",
     schema=INVENTORY_SCHEMA,
     build=build_inventory,
 )

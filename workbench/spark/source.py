@@ -246,11 +246,10 @@ def pack(pieces: Iterable[FilePartition], pack_bytes: int, pack_files: int) -> l
 
 
 def files_option(bundle: Bundle, artifacts: Iterable[Artifact]) -> str:
-    """The ``files`` option of a source: the artifacts with absolute paths and their node's cluster id, as JSON."""
-    clusters = bundle.node_clusters()
+    """The ``files`` option of a source: the artifacts with absolute paths and their cluster id, as JSON."""
     return json.dumps([
         {"path": str(bundle.root / a.path), "node_id": a.node_id, "kind": a.kind, "base_offset": a.base_offset,
-         "topic": a.topic, "partition": a.partition, "cluster_id": clusters.get(a.node_id)}
+         "topic": a.topic, "partition": a.partition, "cluster_id": bundle.cluster_of(a)}
         for a in artifacts
     ])
 

@@ -58,18 +58,16 @@ def configured_min_isr(tables: Any) -> dict[str | None, int]:
     """
     from workbench.spark.configs import static_settings
 
-    clusters = tables.bundle.node_clusters() if hasattr(tables, "bundle") else {}
     static = static_settings(tables)
-    roles = {node: value for node, name, value, _ in static if name == "process.roles"}
-    values = {node: value for node, name, value, _ in static if name == MIN_ISR_CONFIG}
+    roles = {(cluster, node): value for node, name, value, _, cluster in static if name == "process.roles"}
+    values = {(cluster, node): value for node, name, value, _, cluster in static if name == MIN_ISR_CONFIG}
     out: dict[str | None, int] = {}
-    for node in sorted(set(roles) | set(values)):
-        role = roles.get(node)
+    for cluster, node in sorted(set(roles) | set(values), key=lambda k: (k[0] is None, k[0] or "", k[1] or 0)):
+        role = roles.get((cluster, node))
         if role is not None and "broker" not in {x.strip() for x in role.split(",")}:
             continue
-        value = _config_int(values.get(node))
+        value = _config_int(values.get((cluster, node)))
         value = value if value is not None and value >= 1 else 1
-        cluster = clusters.get(node)
         out[cluster] = min(out.get(cluster, value), value)
     return out
 

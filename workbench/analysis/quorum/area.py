@@ -85,7 +85,7 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> QuorumAnaly
     configs = tables.configs
     from workbench.spark.configs import static_settings
 
-    idle_values = [value for _, name, value, _ in static_settings(tables) if name == IDLE_CONFIG]
+    idle_values = [value for _, name, value, *_ in static_settings(tables) if name == IDLE_CONFIG]
     writing = noop_writing(metadata, configs, idle_ms=idle, stall_multiple=multiple, configured=idle_values)
     # the metadata log's batches only: the inventory names its files (not every data segment read)
     from workbench.analysis.logs import batches_of
