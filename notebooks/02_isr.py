@@ -97,6 +97,26 @@ if isr_data and inv.report:
     isr_view.figure_under_min_isr(counts_pd, start=start, end=end, reported=reported_pd).show()
 
 # %% [markdown]
+# ## Kafka's own ReplicaManager gauges beside the computed ones
+#
+# Where the bundle holds the brokers' metric exports (JmxTool or Prometheus), every sample of
+# `LeaderCount`, `UnderReplicatedPartitions`, `AtMinIsrPartitionCount` and
+# `UnderMinIsrPartitionCount` is held against the value the partition states give at its time, over
+# the whole bundle. A sample within 1.5 s of a computed change is not judged (brokers apply a change a
+# little after the controller wrote it); a broker that leads nothing counts 0. Then the samples that
+# differ, if any.
+
+# %%
+if isr_data:
+    beside = isr_analysis.gauges_beside_reported(isr_analysis.leader_gauges(states),
+                                                 isr_analysis.reported_leader_gauges(inv.tables.metrics))
+    agreement = isr_analysis.gauge_agreement(beside).toPandas()
+    display(HTML(table_html(agreement, empty="The bundle holds no ReplicaManager gauge samples.")))
+    if not agreement.empty:
+        display(HTML(table_html(beside.where("agrees = false").limit(200).toPandas(), limit=200,
+                                empty="Every sample judged equals the computed gauge.")))
+
+# %% [markdown]
 # ## Partitions that were not healthy
 #
 # Over the whole metadata log (not only the window above), worst first.

@@ -223,3 +223,31 @@ def test_one_replica_kept_as_parquet_is_replayed_from_its_files_as_the_reference
     assertDataFrameEqual(isr.under_min_isr_counts(states), isr.under_min_isr_counts(reference, compiled=False))
     assertDataFrameEqual(isr.partition_summary(states), isr.partition_summary(reference, compiled=False))
 
+
+def test_every_replica_manager_gauge_matches_kafkas_samples(analysed):
+    """LeaderCount, UnderReplicatedPartitions, AtMinIsrPartitionCount and UnderMinIsrPartitionCount
+    per broker, computed from the partition states, equal every sample the brokers reported (JmxTool
+    and the Prometheus exporter) away from a change; ``gauges_beside_reported`` judges the same."""
+    *_, tables = analysed
+    computed = isr.leader_gauges(isr.partition_states(tables.metadata)).toPandas()
+    reported = isr.reported_leader_gauges(tables.metrics).toPandas()
+    assert set(reported.gauge) == set(isr.LEADER_GAUGES)
+    series = {key: (sorted(ms(t) for t in g.time), list(g.sort_values("time").value))
+              for key, g in computed.groupby(["broker", "gauge"])}
+    want = []
+    for r in reported.itertuples():
+        times, values = series.get((r.broker, r.gauge), ([], []))
+        t_ms = ms(r.time)
+        i = bisect.bisect_right(times, t_ms) - 1
+        value = values[i] if i >= 0 else 0  # before its first leadership a broker leads nothing
+        settling = any(abs(c - t_ms) <= SKEW_MS for c in times)
+        want.append((r.broker, r.gauge, t_ms, r.value, value, settling, None if settling else r.value == value))
+    beside = isr.gauges_beside_reported(isr.leader_gauges(isr.partition_states(tables.metadata)),
+                                        isr.reported_leader_gauges(tables.metrics)).toPandas()
+    got = [(r.broker, r.gauge, ms(r.time), r.reported, r.computed, r.settling, None if r.agrees is None else r.agrees)
+           for r in beside.itertuples()]
+    assert sorted(got, key=str) == sorted(want, key=str)
+    judged = [w for w in want if w[6] is not None]
+    assert all(w[6] for w in judged), [w for w in judged if not w[6]]
+    for gauge in isr.LEADER_GAUGES:  # each gauge was judged, and judged while it was not zero
+        assert sum(1 for w in judged if w[1] == gauge and w[3] > 0) >= 3, gauge

@@ -36,6 +36,9 @@ from workbench.analysis.isr.inputs import (
 )
 from workbench.analysis.isr.kafka import (
     REPORTED_NAME,
+    gauge_agreement,
+    gauges_beside_reported,
+    reported_leader_gauges,
     reported_under_min_isr,
 )
 from workbench.analysis.isr.outages import (
@@ -49,9 +52,11 @@ from workbench.analysis.isr.states import (
     states_for,
 )
 from workbench.analysis.isr.summary import (
+    LEADER_GAUGES,
     STATES,
     final_state_counts,
     final_states,
+    leader_gauges,
     notable_partitions,
     partition_summary,
     under_min_isr_counts,
@@ -73,7 +78,8 @@ from workbench.analysis.isr import area as _area  # noqa: F401  (registers the a
 
 __all__ = [
     "MIN_ISR_CONFIG", "TOPIC_RESOURCE", "BROKER_RESOURCE", "STATES_SCHEMA", "MATERIALIZE_RECORDS", "partition_states",
-    "under_min_isr_counts", "partition_summary", "REPORTED_NAME", "reported_under_min_isr", "STATES",
+    "under_min_isr_counts", "partition_summary", "REPORTED_NAME", "reported_under_min_isr",
+    "LEADER_GAUGES", "leader_gauges", "reported_leader_gauges", "gauges_beside_reported", "gauge_agreement", "STATES",
     "notable_partitions", "final_states", "final_state_counts", "episodes", "STOP_COLUMNS", "cluster_stops",
     "findings", "static_min_isr", "configured_min_isr", "states_for", "GROUP_PARTITIONS", "area_findings",
     "findings_for", "IsrAnalysis", "analyse", "grouped_area_findings", "VIEW_PARTITIONS", "VIEW_POINTS",

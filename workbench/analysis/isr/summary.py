@@ -38,22 +38,58 @@ def under_min_isr_counts(states: DataFrame, *, compiled: bool = True) -> DataFra
     require_columns(states, ("leader", "start", "end", "under_min_isr", "end_reason"), "under_min_isr_counts")
     if compiled:
         return _compiled_counts(states)
+    counts = _running_counts(states, {"UnderMinIsrPartitionCount": F.col("under_min_isr")})
+    return counts.select("broker", "time", F.col("value").alias("count"))
+
+
+#: Kafka's per-broker ``ReplicaManager`` gauges that its leaders' partition states add up to: each
+#: counts the partitions the broker leads whose state has the flag (``None``: every one it leads).
+LEADER_GAUGES = {"LeaderCount": None, "UnderReplicatedPartitions": "under_replicated",
+                 "AtMinIsrPartitionCount": "at_min_isr", "UnderMinIsrPartitionCount": "under_min_isr"}
+
+
+def leader_gauges(states: DataFrame) -> DataFrame:
+    """Kafka's per-broker ``ReplicaManager`` gauges (:data:`LEADER_GAUGES`), computed as step series.
+
+    A broker's gauge counts the partitions it leads in a state (Kafka's ``Partition.isUnderReplicated``,
+    ``isAtMinIsr``, ``isUnderMinIsr``, ``isLeader``); one row per broker and gauge at its first
+    leadership, at each change and at the end of the log. Brokers are keyed by id, as the metric
+    exports are.
+
+    Returns
+    -------
+    DataFrame
+        ``broker int, gauge string, time timestamp, value int``.
+    """
+    require_columns(states, ("leader", "start", "end", "end_reason", *filter(None, LEADER_GAUGES.values())),
+                    "leader_gauges")
+    return _running_counts(states, {g: F.lit(True) if c is None else F.col(c) for g, c in LEADER_GAUGES.items()})
+
+
+def _running_counts(states: DataFrame, flags: dict[str, Column]) -> DataFrame:
+    """Per leader broker and named flag, the running count of led intervals with the flag set:
+    ``broker, gauge, time, value``, a row at the broker's first leadership, each change and the log's end."""
     led = states.where(F.col("leader") >= 0)
-    flag = F.col("under_min_isr").cast("int")
-    opens = led.select(F.col("leader").alias("broker"), F.col("start").alias("time"), flag.alias("delta"))
-    closes = (led.where(F.col("end_reason") != "log_end")
-              .select(F.col("leader").alias("broker"), F.col("end").alias("time"), (-flag).alias("delta")))
-    steps = opens.unionByName(closes).groupBy("broker", "time").agg(F.sum("delta").alias("delta"))
-    by_time = Window.partitionBy("broker").orderBy("time")
-    running = steps.withColumn("count", F.sum("delta").over(by_time.rowsBetween(Window.unboundedPreceding, 0)))
-    changed = (running.withColumn("_prev", F.lag("count").over(by_time))
-               .where(F.col("_prev").isNull() | (F.col("_prev") != F.col("count"))))
+    gauge = F.explode(F.array(*[F.struct(F.lit(name).alias("gauge"), F.coalesce(flag, F.lit(False)).cast("int")
+                                         .alias("flag")) for name, flag in flags.items()]))
+    each = led.select(F.col("leader").alias("broker"), "start", "end", "end_reason", gauge.alias("g")).select(
+        "broker", "start", "end", "end_reason", "g.gauge", "g.flag")
+    opens = each.select("broker", "gauge", F.col("start").alias("time"), F.col("flag").alias("delta"))
+    closes = (each.where(F.col("end_reason") != "log_end")
+              .select("broker", "gauge", F.col("end").alias("time"), (-F.col("flag")).alias("delta")))
+    steps = opens.unionByName(closes).groupBy("broker", "gauge", "time").agg(F.sum("delta").alias("delta"))
+    by_time = Window.partitionBy("broker", "gauge").orderBy("time")
+    running = steps.withColumn("value", F.sum("delta").over(by_time.rowsBetween(Window.unboundedPreceding, 0)))
+    changed = (running.withColumn("_prev", F.lag("value").over(by_time))
+               .where(F.col("_prev").isNull() | (F.col("_prev") != F.col("value"))))
     log_end = states.agg(F.max("end").alias("time"))
-    last = (running.withColumn("_rank", F.row_number().over(Window.partitionBy("broker").orderBy(F.col("time").desc())))
-            .where(F.col("_rank") == 1).select("broker", "count").crossJoin(log_end))
-    return (changed.select("broker", "time", "count").unionByName(last.select("broker", "time", "count"))
-            .dropDuplicates(["broker", "time"])
-            .select(F.col("broker").cast("int"), "time", F.col("count").cast("int")))
+    last = (running.withColumn("_rank", F.row_number().over(Window.partitionBy("broker", "gauge")
+                                                             .orderBy(F.col("time").desc())))
+            .where(F.col("_rank") == 1).select("broker", "gauge", "value").crossJoin(log_end))
+    return (changed.select("broker", "gauge", "time", "value")
+            .unionByName(last.select("broker", "gauge", "time", "value"))
+            .dropDuplicates(["broker", "gauge", "time"])
+            .select(F.col("broker").cast("int"), "gauge", "time", F.col("value").cast("int")))
 
 
 def _compiled_counts(states: DataFrame) -> DataFrame:
