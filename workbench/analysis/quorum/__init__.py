@@ -65,10 +65,12 @@ from workbench.analysis.quorum.appends import (
 )
 from workbench.analysis.quorum.area import (
     QuorumAnalysis,
+    QuorumScope,
     analyse,
     area_findings,
     findings_for,
     key_figures,
+    quorum_scope,
     unexplained_stalls,
     view_frames,
 )
@@ -118,5 +120,5 @@ __all__ = [
     "MIN_GAP_MS", "ANSWER_SLACK_MS", "OFFSETS_COLUMNS", "offset_times", "node_offsets", "POSITION_KINDS",
     "EPISODES_COLUMNS", "divergence_episodes", "BATCH_SIZE_COLUMNS", "batch_sizes", "RAFT_GAUGES", "raft_latencies",
     "findings", "QuorumAnalysis", "analyse", "findings_for", "area_findings", "unexplained_stalls", "view_frames",
-    "key_figures",
+    "key_figures", "QuorumScope", "quorum_scope",
 ]

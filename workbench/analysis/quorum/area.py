@@ -81,27 +81,28 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> QuorumAnaly
         weakref.finalize(tables, _CACHE.pop, id(tables), None)
     if key in cache:
         return cache[key]
-    metadata = tables.metadata
-    configs = tables.configs
+    scope = quorum_scope(tables)
+    metadata, configs = scope.only(tables.metadata), scope.only(tables.configs)
     from workbench.spark.configs import static_settings
 
-    idle_values = [value for _, name, value, *_ in static_settings(tables) if name == IDLE_CONFIG]
+    idle_values = [value for _, name, value, _, cluster in static_settings(tables) if name == IDLE_CONFIG
+                   and scope.holds(cluster)]
     writing = noop_writing(metadata, configs, idle_ms=idle, stall_multiple=multiple, configured=idle_values)
     # the metadata log's batches only: the inventory names its files (not every data segment read)
     from workbench.analysis.logs import batches_of
 
-    log_batches = batches_of(tables, [METADATA_TOPIC])
+    log_batches = scope.only(batches_of(tables, [METADATA_TOPIC]))
     appends = tables.derive("quorum.log_appends", lambda: log_appends(log_batches, metadata))
     timeline = tables.derive("quorum.leader_timeline", lambda: leader_timeline(
-        metadata, appends, tables.quorum, tables.tool_quorum_status))
+        metadata, appends, scope.only(tables.quorum), scope.only(tables.tool_quorum_status)))
     roles = node_roles(metadata, configs)
     offsets = tables.derive("quorum.node_offsets", lambda: node_offsets(
-        appends, metrics=tables.metrics, replication=tables.tool_quorum_replication, snapshots=tables.snapshots,
-        batches=log_batches, roles=roles))
+        appends, metrics=scope.only(tables.metrics), replication=tables.tool_quorum_replication,
+        snapshots=scope.only(tables.snapshots), batches=log_batches, roles=roles))
     plain_fences = fence_events(metadata)
     episodes = tables.derive(f"quorum.episodes:{key}",
                              lambda: divergence_episodes(offsets, writing, fences=plain_fences))
-    missing: list[str] = []
+    missing: list[str] = [scope.note] if scope.note else []
     if not _has_rows(appends):
         missing.append("the bundle holds no metadata log segment: no cadence, stall or leader timeline is judged")
     gauges = "name like '%lastappliedrecordoffset%' or name like '%last_applied_record_offset%'"
@@ -115,10 +116,76 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> QuorumAnaly
         writing=writing, appends=appends, timeline=timeline, cadence=cadence(appends, timeline),
         stalls=stalls(appends, writing, timeline), offsets=offsets, episodes=episodes,
         fences=fence_events(metadata, episodes), voters=voter_changes(metadata),
-        latencies=raft_latencies(tables.metrics), batch_sizes=batch_sizes(appends, tables.metrics),
-        missing=tuple(missing), restarts=restarts_for(tables))
+        latencies=raft_latencies(scope.only(tables.metrics)),
+        batch_sizes=batch_sizes(appends, scope.only(tables.metrics)),
+        missing=tuple(missing), restarts=scope.only(restarts_for(tables)))
     cache[key] = result
     return result
+
+
+@dataclass(frozen=True)
+class QuorumScope:
+    """The one cluster whose quorum a bundle's analysis judges, and how to keep the others' rows out.
+
+    A bundle may hold several clusters' metadata logs (MirrorMaker 2's source and target, say): each
+    has its own quorum, epochs and offsets, which read as one log would mix. The analysed cluster is
+    the one whose metadata log the most nodes hold (then the most bytes of it); ``note`` names the
+    others, which are not judged.
+    """
+
+    cluster: str | None = None
+    foreign_paths: tuple[str, ...] = ()
+    foreign_nodes: tuple[int, ...] = ()
+    note: str = ""
+
+    def holds(self, cluster: str | None) -> bool:
+        """Whether rows of ``cluster`` (``None``: of no known cluster) belong to the analysed one."""
+        return not self.foreign_paths or cluster is None or cluster == self.cluster
+
+    def only(self, frame: DataFrame | None) -> DataFrame | None:
+        """``frame`` without the other clusters' rows: by ``cluster_id``, file ``path`` or ``node_id``."""
+        if frame is None or not self.foreign_paths:
+            return frame
+        keep = F.lit(True)
+        if "cluster_id" in frame.columns:
+            # null or empty: of no known cluster (quorum-state v0 files write an empty clusterId)
+            keep = keep & F.coalesce(F.col("cluster_id"), F.lit("")).isin("", self.cluster)
+        if "path" in frame.columns:
+            keep = keep & ~F.coalesce(F.col("path").isin(*self.foreign_paths), F.lit(False))
+        if "node_id" in frame.columns and self.foreign_nodes:  # ids no node of the analysed cluster has
+            keep = keep & ~F.coalesce(F.col("node_id").isin(*self.foreign_nodes), F.lit(False))
+        return frame.where(keep)
+
+
+def quorum_scope(tables: Any) -> QuorumScope:
+    """The cluster whose quorum :func:`analyse` judges (:class:`QuorumScope`); the whole bundle when
+    its metadata logs are of one cluster."""
+    bundle = getattr(tables, "bundle", None)
+    if bundle is None:
+        return QuorumScope()
+    holders: dict[str, tuple[set[int], int]] = {}
+    for a in bundle.metadata_files:
+        cluster = bundle.cluster_of(a)
+        if cluster is not None:
+            nodes, size = holders.setdefault(cluster, (set(), 0))
+            nodes.add(a.node_id)
+            holders[cluster] = (nodes, size + a.bytes)
+    if len(holders) < 2:
+        return QuorumScope()
+    main = max(sorted(holders), key=lambda c: (len(holders[c][0]), holders[c][1]))
+    clusters = bundle.clusters()
+    others = [c for c in holders if c != main]
+    foreign_paths = tuple(sorted(str(bundle.root / a.path) for a in bundle.artifacts
+                                 if bundle.cluster_of(a) in others))
+    foreign_nodes = tuple(sorted({n for c in others for n in clusters.get(c, ())} - set(clusters.get(main, ()))))
+
+    def named(c: str) -> str:
+        nodes = clusters.get(c, [])
+        return f"cluster {c} (node{'s' if len(nodes) > 1 else ''} {', '.join(map(str, nodes))})"
+
+    note = (f"the bundle holds the metadata logs of {len(holders)} clusters: this section judges the quorum of "
+            f"{named(main)}, whose log the most nodes hold; not judged: {'; '.join(named(c) for c in sorted(others))}")
+    return QuorumScope(main, foreign_paths, foreign_nodes, note)
 
 
 #: Analyses of the bundles in use, by ``id(tables)`` (dropped when the tables are collected).
