@@ -83,7 +83,7 @@ if isr_data:
     counts_pd = shown["counts"]
     reported_pd = isr_analysis.reported_under_min_isr(inv.tables.metrics).toPandas()
     show(isr_view.IsrTimeline(shown["states"], counts_pd, topics=topics, start=start, end=end, window=inv.window,
-                              partitions_total=total), report=inv.report)
+                              partitions_total=total, reported=reported_pd), report=inv.report)
 
 # %% [markdown]
 # ## UnderMinIsrPartitionCount per broker

@@ -391,6 +391,18 @@ def test_view_time_range_narrows_both_x_axes() -> None:
     ]
 
 
+def test_view_draws_the_brokers_reported_samples_beside_the_counts_and_narrows_them_with_the_window() -> None:
+    reported = counts_frame([(1, "03:12:00", 0), (1, "03:12:30", 1), (1, "03:19:00", 0)])
+    view = IsrTimeline(states_frame(), counts_frame(), reported=reported)
+    marks = [tr for tr in view.counts_figure.data if tr.name == "broker 1 (reported)"]
+    assert [(list(m.x), list(m.y), m.mode) for m in marks] == [
+        ([t("03:12:00"), t("03:12:30"), t("03:19:00")], [0, 1, 0], "markers")]
+
+    view.time_range.value = (pd.Timestamp(DAY + "03:12:05"), pd.Timestamp(DAY + "03:12:47"))
+    marks = [tr for tr in view.counts_figure.data if tr.name == "broker 1 (reported)"]
+    assert [(list(m.x), list(m.y)) for m in marks] == [([t("03:12:30")], [1])]
+
+
 def test_view_figures_match_the_controls() -> None:
     view = IsrTimeline(states_frame(), counts_frame())
     view.topic_filter.value = ("payments",)

@@ -515,6 +515,9 @@ class IsrTimeline(FollowsWindow, ipw.VBox):
         How many partitions there are in all when ``states`` holds only the least healthy of them
         (:func:`workbench.analysis.isr.view_frames`); the timeline's title says so while no topic
         is selected, and the report's always does.
+    reported : pandas.DataFrame, optional
+        The brokers' own UnderMinIsrPartitionCount samples (``broker, time, count``), drawn as
+        markers beside the computed counts (see :func:`figure_under_min_isr`).
 
     Attributes
     ----------
@@ -546,8 +549,10 @@ class IsrTimeline(FollowsWindow, ipw.VBox):
         end: TimeLike = None,
         window: TimeWindow | None = None,
         partitions_total: int | None = None,
+        reported: pd.DataFrame | None = None,
     ) -> None:
         self._given_states, self._topics, self._start, self._end = states, topics, start, end  # for the report
+        self._reported = reported
         self._shared = window
         self._states = _prepare_states(states)
         self._partitions_total = partitions_total
@@ -614,7 +619,7 @@ class IsrTimeline(FollowsWindow, ipw.VBox):
         return (
             figure_isr_timeline(self._states, topics=topics, states=states, start=lo, end=hi,
                                 partitions_total=None if topics or states else self._partitions_total),
-            figure_under_min_isr(self._counts, start=lo, end=hi),
+            figure_under_min_isr(self._counts, start=lo, end=hi, reported=self._reported),
         )
 
     def report_figures(self) -> list[go.Figure]:
@@ -639,7 +644,8 @@ class IsrTimeline(FollowsWindow, ipw.VBox):
 def _area_view(frames: Any, window: TimeWindow | None) -> IsrTimeline:
     sizes = frames.get("partitions")
     total = int(sizes["partitions"].iloc[0]) if sizes is not None and len(sizes) else None
-    return IsrTimeline(frames["states"], frames["counts"], window=window, partitions_total=total)
+    return IsrTimeline(frames["states"], frames["counts"], window=window, partitions_total=total,
+                       reported=frames.get("reported"))
 
 
 register_view("isr", _area_view)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
+from workbench.analysis.isr.kafka import reported_under_min_isr
 from workbench.analysis.isr.states import states_for
 from workbench.analysis.isr.summary import partition_summary
 from workbench.analysis.isr.verdicts import GROUP_PARTITIONS, area_findings, findings_for
@@ -47,9 +48,14 @@ def grouped_area_findings(result: IsrAnalysis) -> DataFrame:
 
 
 def area_view_frames(result: IsrAnalysis) -> dict[str, DataFrame]:
-    """What the ISR view draws (:func:`view_frames`), bounded by ``isr_view_partitions`` and ``isr_view_points``."""
-    return view_frames(result.states, partitions=result.setting("isr_view_partitions", VIEW_PARTITIONS),
-                       points=result.setting("isr_view_points", VIEW_POINTS))
+    """What the ISR view draws (:func:`view_frames`), bounded by ``isr_view_partitions`` and ``isr_view_points``,
+    and the brokers' own UnderMinIsrPartitionCount samples (``reported``) beside the computed counts."""
+    frames = view_frames(result.states, partitions=result.setting("isr_view_partitions", VIEW_PARTITIONS),
+                         points=result.setting("isr_view_points", VIEW_POINTS))
+    metrics = getattr(result.tables, "metrics", None)
+    if metrics is not None:
+        frames["reported"] = reported_under_min_isr(metrics)
+    return frames
 
 
 def key_figures(result: IsrAnalysis) -> dict[str, Any]:
