@@ -366,10 +366,14 @@ def failure_text(exc: BaseException) -> str:
 
 def area_has_data(tables: Any, name: str) -> bool:
     """Whether any table area ``name`` reads has a row (always, for an area that declares none).
+    Each table is asked once per loaded bundle (areas share tables, and the report asks again).
     Raises :class:`ConfigError` for an area that is not registered.
     """
+    from workbench.spark.registry import kept_with
+
     known = areas()
     if name not in known:
         raise ConfigError(f"no analysis area {name!r}; areas: {', '.join(known)}")
     wanted = known[name].tables
-    return not wanted or any(tables[t].limit(1).count() > 0 for t in wanted)
+    return not wanted or any(kept_with(tables, f"has_rows:{t}", lambda t=t: tables[t].limit(1).count() > 0)
+                             for t in wanted)
