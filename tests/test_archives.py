@@ -319,7 +319,7 @@ def test_inspect_of_an_archive_leaves_nothing_in_tmpdir(private_tmp: Path, tmp_p
     res = subprocess.run([sys.executable, "-m", "workbench", "inspect", str(archive), "--deep"],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert "node 3:" in res.stdout and "segment 3" in res.stdout
+    assert "  node 3 (nodes/7/logs/meta.properties): " in res.stdout and "segment 3" in res.stdout
     assert list(private_tmp.iterdir()) == []
     bomb = zip_bomb(tmp_path / "bomb.zip")
     res = subprocess.run([sys.executable, "-m", "workbench", "inspect", str(bomb)], capture_output=True, text=True,

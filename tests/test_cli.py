@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,8 @@ def test_inspect_lists_nodes_and_problems(tmp_path):
     path.write_bytes(bytes(data))
     res = run("inspect", str(tmp_path))
     assert res.returncode == 0, res.stderr
-    assert "node 4:" in res.stdout and "segment 1" in res.stdout and "meta_properties 1" in res.stdout
+    assert re.search(r"^  node 4 \(\S*meta\.properties\): ", res.stdout, re.M)
+    assert "segment 1" in res.stdout and "meta_properties 1" in res.stdout
     assert f"{path} @ {w.positions[-1]}: truncated" in res.stdout
     res = run("inspect", str(tmp_path), "--json", "--fail-on-problems")
     assert res.returncode == 1
@@ -105,12 +107,28 @@ def test_dump_of_a_missing_file_or_a_directory_is_one_line_each(tmp_path):
     ]
 
 
+def test_inspect_names_each_cluster_its_nodes_and_the_files_that_named_them(tmp_path):
+    """Two clusters' data dirs whose node ids repeat: one line per cluster, then each node of each."""
+    for cluster, node in (("east", 1), ("east", 2), ("west", 1)):
+        data = tmp_path / cluster / f"kafka{node}" / "data"
+        data.mkdir(parents=True)
+        (data / "meta.properties").write_text(f"node.id={node}\nversion=1\ncluster.id={cluster}-id\n")
+    res = run("inspect", str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[1:3] == ["  cluster east-id: nodes 1, 2", "  cluster west-id: node 1"]
+    assert [line.split(":")[0] for line in lines[3:6]] == [
+        "  node 1 of east-id (east/kafka1/data/meta.properties)",
+        "  node 2 of east-id (east/kafka2/data/meta.properties)",
+        "  node 1 of west-id (west/kafka1/data/meta.properties)"]
+
+
 def test_inspect_of_a_bundle_whose_manifest_is_a_list(tmp_path):
     write_node(tmp_path, 1)
     (tmp_path / "manifest.json").write_text('["not", "a", "manifest"]')
     res = run("inspect", str(tmp_path), "--fail-on-problems")
     assert res.returncode == 1, res.stderr
-    assert "node 1:" in res.stdout
+    assert re.search(r"^  node 1 \(\S*meta\.properties\): ", res.stdout, re.M)
     assert (f"{tmp_path / 'manifest.json'} @ 0: decode_error: manifest.json holds a JSON list, expected an object; "
             "ignored") in res.stdout.splitlines()[-1]
 

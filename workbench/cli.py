@@ -113,10 +113,15 @@ def _inspect(args: argparse.Namespace, bundle: Any, scanned: list) -> int:
         key = ((bundle.cluster_of(a) or "") if several and a.node_id >= 0 else "", a.node_id)
         per_node.setdefault(key, Counter())[a.kind] += 1
         sizes[key] += a.bytes
+    named_by: dict[tuple[str, int], list[str]] = {}  # why: the meta.properties files naming each node
+    for a in bundle.of_kind("meta_properties"):
+        key = ((bundle.cluster_of(a) or "") if several and a.node_id >= 0 else "", a.node_id)
+        named_by.setdefault(key, []).append(a.path)
     for key in sorted(per_node):
         cluster, node = key
         label = f"node {node}" if node >= 0 else "outside node dirs"
         label += f" of {cluster}" if cluster else ""
+        label += f" ({', '.join(named_by[key])})" if node >= 0 and key in named_by else ""
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(per_node[key].items()))
         print(f"  {label}: {sizes[key]:,} bytes; {kinds}")
     topics = sorted({(a.topic, a.partition) for a in bundle.artifacts if a.topic is not None},
