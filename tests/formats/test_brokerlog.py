@@ -1,0 +1,116 @@
+"""Partition-state lines of Kafka's text logs, as each release prints them.
+
+The messages are those of Kafka's own format strings, release by release (``kafka.cluster.Partition``,
+the controller's and brokers' ``state.change.logger``, ``KafkaServer``/``BrokerServer``); the
+events table is judged on real brokers' logs by ``tests/analysis/test_events_real_kafka.py``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from workbench.formats.brokerlog import parse_line, read_events
+from workbench.formats.problems import ProblemLog
+
+FIELDS = ("kind", "node_id", "topic", "partition", "leader", "isr", "isr_before", "leader_epoch", "partition_epoch",
+          "controller_epoch", "state_from", "state_to")
+
+CASES = [
+    # 0.10-0.11: "Partition [t,0] on broker 1: " log ident
+    ("Partition [orders,0] on broker 1: Shrinking ISR for partition [orders,0] from 1,2,3 to 1,2",
+     dict(kind="isr_shrink", node_id=1, topic="orders", partition=0, leader=1, isr=[1, 2], isr_before=[1, 2, 3])),
+    ("Partition [orders,0] on broker 1: Expanding ISR for partition [orders,0] from 1,2 to 1,2,3",
+     dict(kind="isr_expand", node_id=1, topic="orders", partition=0, leader=1, isr=[1, 2, 3], isr_before=[1, 2])),
+    ("Controller 1 epoch 2 changed partition [orders,0] state from OfflinePartition to OnlinePartition with leader 2",
+     dict(kind="partition_state", topic="orders", partition=0, leader=2, state_from="OfflinePartition",
+          state_to="OnlinePartition")),
+    ("Controller 1 incremented epoch to 2", dict(kind="controller", node_id=1, controller_epoch=2)),
+    ("[Kafka Server 1], started", dict(kind="server", node_id=1, state_to="started")),
+    ("[Kafka Server 1], shut down completed", dict(kind="server", node_id=1, state_to="stopped")),
+    # 2.x: "[Partition t-0 broker=1] " log ident, zkVersion in brackets
+    ("[Partition my-topic-12 broker=1] Shrinking ISR from 1,2,3 to 1,2. Leader: (highWatermark: 5, endOffset: 9). "
+     "Out of sync replicas: (brokerId: 3, endOffset: 5).",
+     dict(kind="isr_shrink", node_id=1, topic="my-topic", partition=12, leader=1, isr=[1, 2], isr_before=[1, 2, 3])),
+    ("[Partition my-topic-12 broker=1] ISR updated to [1,2] and zkVersion updated to [5]",
+     dict(kind="isr_updated", node_id=1, topic="my-topic", partition=12, leader=1, isr=[1, 2], partition_epoch=5)),
+    ("[Partition my-topic-12 broker=1] my-topic-12 starts at leader epoch 4 from offset 120 with high watermark 118 "
+     "ISR [1,2] addingReplicas [] removingReplicas [].Previous leader epoch was 3.",
+     dict(kind="leader_start", node_id=1, topic="my-topic", partition=12, leader=1, isr=[1, 2], leader_epoch=4)),
+    ("[Controller id=1 epoch=3] Changed partition orders-0 from OnlinePartition to OnlinePartition with state "
+     "LeaderAndIsr(leader=2, leaderEpoch=5, isr=List(2, 3), zkVersion=7)",
+     dict(kind="partition_state", node_id=1, topic="orders", partition=0, leader=2, isr=[2, 3], leader_epoch=5,
+          partition_epoch=7, controller_epoch=3, state_from="OnlinePartition", state_to="OnlinePartition")),
+    ("[Controller id=1] 1 successfully elected as the controller. Epoch incremented to 7 and epoch zk version is "
+     "now 7", dict(kind="controller", node_id=1, controller_epoch=7)),
+    ("[KafkaServer id=2] shutting down", dict(kind="server", node_id=2, state_to="stopping")),
+    # 2.7+: AlterIsr, "version updated to"
+    ("[Partition orders-0 broker=0] ISR updated to 0,1 and version updated to [6]",
+     dict(kind="isr_updated", node_id=0, topic="orders", partition=0, leader=0, isr=[0, 1], partition_epoch=6)),
+    # 3.5+ ZooKeeper controller: broker epochs in the ISR
+    ("[Controller id=1 epoch=1] Changed partition orders-1 from NewPartition to OnlinePartition with state "
+     "LeaderAndIsr(leader=1, leaderEpoch=0, isrWithBrokerEpoch=List(BrokerState(brokerId=1, brokerEpoch=-1), "
+     "BrokerState(brokerId=3, brokerEpoch=-1)), leaderRecoveryState=RECOVERED, partitionEpoch=0)",
+     dict(kind="partition_state", node_id=1, topic="orders", partition=1, leader=1, isr=[1, 3], leader_epoch=0,
+          partition_epoch=0, controller_epoch=1, state_from="NewPartition", state_to="OnlinePartition")),
+    # 4.x KRaft brokers
+    ("[Partition payments-1 broker=4] ISR updated to 4,6 (under-min-isr) and version updated to 5",
+     dict(kind="isr_updated", node_id=4, topic="payments", partition=1, leader=4, isr=[4, 6], partition_epoch=5)),
+    ("[Broker id=4] Leader orders-2 with topic id Some(nPiLVUknRRWUsblAnNcnpw) starts at leader epoch 0 from offset 0 "
+     "with partition epoch 0, high watermark 0, ISR [4,5,6], adding replicas [] and removing replicas [] . Previous "
+     "leader None and previous leader epoch was -1.",
+     dict(kind="leader_start", node_id=4, topic="orders", partition=2, leader=4, isr=[4, 5, 6], leader_epoch=0,
+          partition_epoch=0)),
+    ("[Broker id=5] Follower payments-0 starts at leader epoch 4 from offset 295 with partition epoch 9 and high "
+     "watermark 295. Current leader is -1. Previous leader Some(4) and previous leader epoch was 3.",
+     dict(kind="follower_start", node_id=5, topic="payments", partition=0, leader=-1, leader_epoch=4,
+          partition_epoch=9)),
+    ("[Broker id=4] Skipped the become-leader state change for payments-0 with topic id Some(MUarIbJ8SiWrLDgWT0ejTw), "
+     "partition registration PartitionRegistration(replicas=[5, 4, 6], directories=[a, b, c], isr=[4, 6], "
+     "removingReplicas=[], addingReplicas=[], elr=[], lastKnownElr=[], leader=4, leaderRecoveryState=RECOVERED, "
+     "leaderEpoch=1, partitionEpoch=5) and isNew=false since it is already the leader with leader epoch 1.",
+     dict(kind="leader_kept", node_id=4, topic="payments", partition=0, leader=4, isr=[4, 6], leader_epoch=1,
+          partition_epoch=5)),
+    ("[BrokerServer id=4] Transition from STARTING to STARTED", dict(kind="server", node_id=4, state_to="started")),
+]
+
+
+@pytest.mark.parametrize(("message", "want"), CASES, ids=[c[1]["kind"] + f"-{i}" for i, c in enumerate(CASES)])
+def test_each_release_line_gives_its_event(message, want):
+    event = parse_line(message)
+    assert event is not None
+    assert {k: event.get(k) for k in FIELDS} == {k: want.get(k) for k in FIELDS}
+
+
+@pytest.mark.parametrize("message", [
+    "[BrokerServer id=4] shutting down",              # KRaft: the transition line says it
+    "[Partition orders-0 broker=1] Log loaded for partition orders-0 with initial high watermark 0",
+    "[ReplicaFetcher replicaId=5, leaderId=4, fetcherId=0] Truncating partition orders-0 with TruncationState",
+    "Shrinking the producer pool",                   # not a partition's ISR
+])
+def test_other_lines_are_no_events(message):
+    assert parse_line(message) is None
+
+
+def test_read_events_keeps_line_numbers_times_and_skips_continuations():
+    text = [
+        "[2024-05-01 13:00:00,123] INFO [Partition t-0 broker=1] ISR updated to 1 and version updated to 3 "
+        "(kafka.cluster.Partition)\n",
+        "java.io.IOException: [Partition t-0 broker=1] ISR updated to 9 and version updated to 9\n",
+        "\tat kafka.cluster.Partition.run(Partition.scala:1)\n",
+        "[2024-05-01 13:00:01,5] WARN [KafkaServer id=1] shutting down (kafka.server.KafkaServer)\n",
+    ]
+    berlin = timezone(timedelta(hours=2))
+    events = list(read_events(text, zone=berlin))
+    assert [(e["line_no"], e["kind"], e["level"], e["logger"], e["time"]) for e in events] == [
+        (1, "isr_updated", "INFO", "kafka.cluster.Partition", datetime(2024, 5, 1, 11, 0, 0, 123000, tzinfo=UTC)),
+        (4, "server", "WARN", "kafka.server.KafkaServer", datetime(2024, 5, 1, 11, 0, 1, 500000, tzinfo=UTC)),
+    ]
+
+
+def test_a_record_whose_time_is_no_date_is_reported():
+    log = ProblemLog("server.log")
+    text = ["[2024-13-45 13:00:00,123] INFO [Partition t-0 broker=1] ISR updated to 1 and version updated to 3\n"]
+    assert list(read_events(text, "server.log", log)) == []
+    assert [(p.kind, "line 1" in p.detail) for p in log.problems] == [("bad_value", True)]
