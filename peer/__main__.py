@@ -4,8 +4,8 @@ Usage::
 
     python -m peer fetch [--version V ...]              (default: every pinned version)
     python -m peer scenarios [--version V ...] [--only NAME ...] [--force] [--attempts N]
-                             [--jobs N]                (default: peer.scenario.DEFAULT_SETS
-                                                        and ERA_SETS)
+                             [--jobs N]                (default: peer.scenario.DEFAULT_SETS,
+                                                        ERA_SETS and ZK_SETS)
     python -m peer demo --out DIR [--version V]
 
 ``scenarios`` prints one bundle directory per line on stdout (progress goes to stderr) and
@@ -27,11 +27,11 @@ from pathlib import Path
 
 from peer.errors import PeerError
 from peer.kafka import DEFAULT_VERSION, VERSIONS, fetch
-from peer.scenario import DEFAULT_SETS, ERA_SETS, SCENARIOS, build
+from peer.scenario import DEFAULT_SETS, ERA_SETS, SCENARIOS, ZK_SCENARIOS, ZK_SETS, build
 
 #: Scenarios by how long they take to build (longest first), to pack parallel builds; those built
 #: alone (``EXCLUSIVE``: quorum) last, once the others have been started.
-_LONGEST_FIRST = ("demo", "tiered", "mm2", "mm2_partial", "consumer_lag", "isr", "idle", "quorum")
+_LONGEST_FIRST = ("demo", "tiered", "mm2", "mm2_partial", "consumer_lag", "zk_isr", "isr", "idle", "quorum")
 
 
 def _log(msg: str) -> None:
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     p_fetch.add_argument("--version", action="append", choices=list(VERSIONS))
     p_sc = sub.add_parser("scenarios", help="build (or reuse) scenario bundles")
     p_sc.add_argument("--version", action="append", choices=[*VERSIONS, *ERA_SETS])
-    p_sc.add_argument("--only", nargs="+", choices=list(SCENARIOS))
+    p_sc.add_argument("--only", nargs="+", choices=[*SCENARIOS, *ZK_SCENARIOS])
     p_sc.add_argument("--force", action="store_true", help="rebuild complete bundles")
     p_sc.add_argument("--attempts", type=int, default=2,
                       help="tries per scenario before giving up (real clusters on a busy "
@@ -157,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
                 _log(f"Kafka {version}: {kafka.lib} ({time.monotonic() - started:.1f} s)")
                 print(kafka.lib)
         elif args.command == "scenarios":
-            wanted = wanted_builds(args.version, args.only, {**DEFAULT_SETS, **ERA_SETS})
+            sets = {v: tuple(dict.fromkeys(n for group in (DEFAULT_SETS, ERA_SETS, ZK_SETS) for n in group.get(v, ())))
+                    for v in {**DEFAULT_SETS, **ERA_SETS, **ZK_SETS}}
+            wanted = wanted_builds(args.version, args.only, sets)
             if args.jobs > 1 and len(wanted) > 1:
                 return _build_in_parallel(wanted, args)
             failed = False

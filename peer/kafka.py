@@ -99,6 +99,9 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "mirror-maker": ("org.apache.kafka.connect.mirror.MirrorMaker",),
     "local-tiered-storage": ("org.apache.kafka.server.log.remote.storage.LocalTieredStorage",),
     "metadata-shell": ("org.apache.kafka.shell.MetadataShell",),
+    # ZooKeeper mode (Kafka 3.x ships the ZooKeeper server and shell in its lib)
+    "zookeeper": ("org.apache.zookeeper.server.quorum.QuorumPeerMain",),
+    "zookeeper-shell": ("org.apache.zookeeper.ZooKeeperMain",),
 }
 
 #: JVM flags for every process: small heap, quick start, loopback only.

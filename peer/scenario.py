@@ -9,6 +9,7 @@ writer, all stopped in ``finally``) into
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib
 import inspect
@@ -63,6 +64,16 @@ ERA_SETS: dict[str, tuple[str, ...]] = {
     "3.2.3": ("idle",),
     "3.5.2": ("idle",),
 }
+#: ZooKeeper-mode scenarios (:class:`peer.zookeeper.ZkCluster`; Kafka 3.x only): the broker text logs
+#: (``server.log``, ``controller.log``, ``state-change.log``) of the ZooKeeper era, on the last 3.x
+#: and on an early one. Built by ``python -m peer scenarios`` (and so by ``make test``) beside
+#: :data:`DEFAULT_SETS` and :data:`ERA_SETS`; the tests read them by these versions.
+ZK_SETS: dict[str, tuple[str, ...]] = {
+    "3.9.2": ("zk_isr",),
+    "3.2.3": ("zk_isr",),
+}
+#: Scenarios of :data:`ZK_SETS` (kept out of :data:`SCENARIOS`, which the default builds cover).
+ZK_SCENARIOS: tuple[str, ...] = ("zk_isr",)
 
 
 def built_on(name: str) -> tuple[str, ...]:
@@ -116,8 +127,8 @@ def scenario_module(name: str) -> ModuleType:
     ScenarioError
         For an unknown name.
     """
-    if name not in SCENARIOS:
-        raise ScenarioError(f"unknown scenario {name!r}; expected one of {list(SCENARIOS)}")
+    if name not in SCENARIOS and name not in ZK_SCENARIOS:
+        raise ScenarioError(f"unknown scenario {name!r}; expected one of {[*SCENARIOS, *ZK_SCENARIOS]}")
     return importlib.import_module(f"peer.scenarios.{name}")
 
 
@@ -129,13 +140,14 @@ BUNDLE_SHAPING = ("bundle.py", "cluster.py", "metrics.py", "prometheus.py", "jav
 def scenario_hash(name: str) -> str:
     """First 10 hex digits of the SHA-256 of the scenario module's source, of the scenario
     modules it names in ``USES`` (code it runs from them) and of the peer files that shape a
-    bundle's contents (:data:`BUNDLE_SHAPING`)."""
+    bundle's contents (:data:`BUNDLE_SHAPING`, then the module's own ``SHAPED_BY``, e.g.
+    ``zookeeper.py``, which shapes only the bundles of the scenarios that name it)."""
     module = scenario_module(name)
     digest = hashlib.sha256(inspect.getsource(module).encode("utf-8"))
     for used in getattr(module, "USES", ()):
         digest.update(b"\0" + inspect.getsource(scenario_module(used)).encode("utf-8"))
     here = Path(__file__).resolve().parent
-    for rel in BUNDLE_SHAPING:
+    for rel in (*BUNDLE_SHAPING, *getattr(module, "SHAPED_BY", ())):
         digest.update(b"\0" + rel.encode("utf-8") + b"\0" + (here / rel).read_bytes())
     return digest.hexdigest()[:10]
 
@@ -173,10 +185,17 @@ class ScenarioContext:
         self.children: list[Managed] = []
         self.after_stop: list[Callable[[], None]] = []
 
-    def cluster(self, name: str, **kwargs: Any) -> Cluster:
-        """Create (not start) a cluster whose nodes are collected into the bundle."""
+    def cluster(self, name: str, *, zookeeper: bool = False, **kwargs: Any) -> Cluster:
+        """Create (not start) a cluster whose nodes are collected into the bundle; with
+        ``zookeeper=True`` a ZooKeeper server and ZooKeeper-mode brokers
+        (:class:`peer.zookeeper.ZkCluster`: ``brokers`` only, no controllers)."""
         first_id = kwargs.pop("first_id", 1)
-        c = Cluster(self.kafka, self.work / name, name, first_id=first_id, **kwargs)
+        if zookeeper:
+            from peer.zookeeper import ZkCluster
+
+            c: Cluster = ZkCluster(self.kafka, self.work / name, name, first_id=first_id, **kwargs)
+        else:
+            c = Cluster(self.kafka, self.work / name, name, first_id=first_id, **kwargs)
         if not self.clusters:
             self.bundle.manifest["cluster_id"] = c.cluster_id
         self.clusters.append(c)
@@ -192,9 +211,15 @@ class ScenarioContext:
         """Record an event in the manifest (wall-clock ms)."""
         return self.bundle.event(event, **details)
 
-    def tool(self, tool: str, args: list[str], **kwargs: Any) -> str:
-        """Run and capture a Kafka tool (see :meth:`BundleWriter.tool`)."""
-        return self.bundle.tool(tool, args, **kwargs)
+    def tool(self, tool: str, args: list[str], *, client: Kafka | None = None, **kwargs: Any) -> str:
+        """Run and capture a Kafka tool (see :meth:`BundleWriter.tool`); ``client``: run it from
+        that release's classpath instead (a client tool an older release's server lib lacks, e.g.
+        ``producer-perf`` for a 3.2.3 cluster)."""
+        writer = self.bundle
+        if client is not None and client is not self.kafka:
+            writer = copy.copy(self.bundle)  # shares the manifest, its lock and the bundle root
+            writer.kafka = client
+        return writer.tool(tool, args, **kwargs)
 
     def sample(
         self, node_id: int, what: str, jmx_url: str, object_names: list[str], **kwargs: Any

@@ -97,3 +97,80 @@ def dumped_final_states(path: Path) -> dict[tuple[str, int], tuple[int, list[int
         elif p["type"] == "REMOVE_TOPIC_RECORD":
             final = {k: v for k, v in final.items() if k[0] != data["topicId"]}
     return final
+
+
+def _ms(ts: Any) -> int:
+    return int(ts.timestamp() * 1000)
+
+
+def states_at(states: Any, t_ms: int) -> dict[tuple[str, int], tuple]:
+    """Visible ``(leader, replicas, isr, elr, under_min_isr, under_replicated)`` of every partition of
+    ``states`` (a pandas frame of :func:`workbench.analysis.isr.partition_states`) at ``t_ms``."""
+    out = {}
+    for row in states.itertuples(index=False):
+        if _ms(row.start) <= t_ms < _ms(row.end) or (row.end_reason == "log_end" and _ms(row.end) <= t_ms):
+            elr = [] if row.elr is None else list(row.elr)
+            out[(row.topic, int(row.partition))] = (int(row.leader), list(row.replicas), list(row.isr), elr,
+                                                    bool(row.under_min_isr), bool(row.under_replicated))
+    return out
+
+
+def candidate_views(states: Any, start_ms: int, end_ms: int) -> list[dict[tuple[str, int], tuple]]:
+    """Every state the cluster was in while a tool ran (from its start to the next tool's start)."""
+    changes = sorted({_ms(t) for t in states.start if start_ms < _ms(t) < end_ms})
+    return [states_at(states, t) for t in [start_ms, *changes]]
+
+
+def answered_by(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Per capture file name: when the tool had exited (a ``pandas.Timestamp``). Its answer reflects
+    some instant between its start (``captured``) and then. The peer records ``t_end_ms``; a bundle
+    built before it did falls back on the file's mtime (written on exit)."""
+    import pandas as pd
+
+    out = {}
+    for entry in manifest["tools"]:
+        done = entry.get("t_end_ms") or int((path / entry["file"]).stat().st_mtime * 1000)
+        out[Path(entry["file"]).name] = pd.Timestamp(done, unit="ms")
+    return out
+
+
+def expiring(removals: Any, since: Any, until: Any) -> set[str]:
+    """Groups some of whose offsets the coordinator removed in (since, until] (``removals``: pandas
+    ``group, removed_time``)."""
+    import pandas as pd
+
+    t = removals.removed_time
+    return set(removals[(t > pd.Timestamp(since)) & (t <= pd.Timestamp(until))].group)
+
+
+def lag_beside_captures(tables: Any, path: Path, manifest: dict[str, Any]) -> tuple[Any, Any]:
+    """The consumer lag area's records lag at every ``kafka-consumer-groups --describe`` capture of a
+    bundle, and what the tool printed: two pandas frames ``path, group, topic, partition,
+    current_offset, log_end_offset, lag`` in one order, for a whole-frame comparison. A ``--group G``
+    capture describes G only; a group whose offsets the coordinator removed while the tool ran (and
+    the tool did not print) is left out of both."""
+    from workbench.analysis import consumer_lag as cl
+
+    shown = tables.tool_group_offsets.toPandas()
+    shown = shown[shown.current_offset.notna()]
+    captures = shown[["path", "captured", "args"]].drop_duplicates("path")
+    instants = tables.spark.createDataFrame(
+        [(r.path, r.captured.to_pydatetime()) for r in captures.itertuples()], "path string, time timestamp")
+    removed = cl.removed_offsets(tables.offsets)
+    got = cl.lag_at(cl.commits_for(tables), cl.growth_for(tables), instants, removed=removed,
+                    log_ends=cl.log_offsets_from_metrics(tables.metrics, "end")).toPandas()
+    only = {r.path: list(r.args)[list(r.args).index("--group") + 1] for r in captures.itertuples()
+            if r.args is not None and "--group" in list(r.args)}
+    got = got[[only.get(p, g) == g for p, g in zip(got.path, got.group, strict=True)]]
+    key = ["path", "group", "topic", "partition"]
+    want = shown[[*key, "current_offset", "log_end_offset", "lag"]].astype(
+        {"partition": int, "current_offset": int, "log_end_offset": int, "lag": int})
+    mine = got.rename(columns={"committed_offset": "current_offset", "records_lag": "lag"})[
+        [*key, "current_offset", "log_end_offset", "lag"]]
+    done = answered_by(path, manifest)
+    printed = set(zip(want.path, want.group, strict=True))
+    removals = removed.select("group", "removed_time").toPandas()
+    unsure = {(r.path, g) for r in captures.itertuples()
+              for g in expiring(removals, r.captured, done[Path(r.path).name])} - printed
+    mine = mine[[(p, g) not in unsure for p, g in zip(mine.path, mine.group, strict=True)]]
+    return (mine.sort_values(key).reset_index(drop=True), want.sort_values(key).reset_index(drop=True))

@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 
 import workbench
 from peer.scenario import built_on
+from tests.kafka_bundles import answered_by, expiring, lag_beside_captures
 from tests.spark.internal_topics import dump_of, segments, topic_partition
 from workbench.analysis import consumer_lag as cl
 from workbench.formats.dumptext_parse import parse_kafka_dump
@@ -109,22 +110,6 @@ def test_every_codec_and_several_segments_are_covered(lags, dumped):
     assert crossing >= 20, crossing
 
 
-def _captures(tables) -> pd.DataFrame:
-    shown = tables.tool_group_offsets.toPandas()
-    return shown[shown.current_offset.notna()]
-
-
-def _answered_by(path: Path, manifest: dict) -> dict[str, pd.Timestamp]:
-    """Per capture file name: when the tool had exited. Its answer reflects some instant between its start
-    (``captured``) and then: the coordinator may expire a group's offsets while the JVM starts. The peer
-    records ``t_end_ms``; a bundle built before it did falls back on the file's mtime (written on exit)."""
-    out = {}
-    for entry in manifest["tools"]:
-        done = entry.get("t_end_ms") or int((path / entry["file"]).stat().st_mtime * 1000)
-        out[Path(entry["file"]).name] = pd.Timestamp(done, unit="ms")
-    return out
-
-
 def _utc(t) -> F.Column:
     return F.lit(pd.Timestamp(t).tz_localize("UTC").to_pydatetime())  # the session's time zone is UTC
 
@@ -134,44 +119,16 @@ def _removals(tables) -> pd.DataFrame:
     return cl.removed_offsets(tables.offsets).select("group", "removed_time").toPandas()
 
 
-def _expiring(removals: pd.DataFrame, since, until) -> set[str]:
-    """Groups some of whose offsets the coordinator removed in (since, until]."""
-    t = removals.removed_time
-    return set(removals[(t > pd.Timestamp(since)) & (t <= pd.Timestamp(until))].group)
-
-
 def test_records_lag_equals_kafka_consumer_groups_at_every_capture(bundle):
     """Whole frame: every (capture, group, topic, partition) the tool printed with an offset, and nothing more.
     A group whose offsets the coordinator removed while the tool ran may be printed or not: if printed, the
     computed rows must equal Kafka's."""
     path, manifest, tables = bundle
-    shown = _captures(tables)
+    mine, want = lag_beside_captures(tables, path, manifest)
     # not vacuous: several captures, every group (on a loaded machine the groups joined 16-19 s after
     # they started, so the first captures may show none of them)
-    assert shown.path.nunique() >= 5 and shown.group.nunique() >= 4
-    captures = shown[["path", "captured", "args"]].drop_duplicates("path")
-    instants = tables.spark.createDataFrame(
-        [(r.path, r.captured.to_pydatetime()) for r in captures.itertuples()], "path string, time timestamp")
-    removed = cl.removed_offsets(tables.offsets)
-    got = cl.lag_at(cl.commits_for(tables), cl.growth_for(tables), instants, removed=removed,
-                    log_ends=cl.log_offsets_from_metrics(tables.metrics, "end")).toPandas()
-    # a `--describe --group G` capture describes G only
-    only = {r.path: list(r.args)[list(r.args).index("--group") + 1] for r in captures.itertuples()
-            if "--group" in list(r.args)}
-    got = got[[only.get(p, g) == g for p, g in zip(got.path, got.group, strict=True)]]
-    key = ["path", "group", "topic", "partition"]
-    want = shown[[*key, "current_offset", "log_end_offset", "lag"]].astype(
-        {"partition": int, "current_offset": int, "log_end_offset": int, "lag": int})
-    mine = got.rename(columns={"committed_offset": "current_offset", "records_lag": "lag"})[
-        [*key, "current_offset", "log_end_offset", "lag"]]
-    done = _answered_by(path, manifest)
-    printed = set(zip(want.path, want.group, strict=True))
-    removals = _removals(tables)
-    unsure = {(r.path, g) for r in captures.itertuples()
-              for g in _expiring(removals, r.captured, done[Path(r.path).name])} - printed
-    mine = mine[[(p, g) not in unsure for p, g in zip(mine.path, mine.group, strict=True)]]
-    pd.testing.assert_frame_equal(mine.sort_values(key).reset_index(drop=True),
-                                  want.sort_values(key).reset_index(drop=True), check_dtype=False)
+    assert want.path.nunique() >= 5 and want.group.nunique() >= 4
+    pd.testing.assert_frame_equal(mine, want, check_dtype=False)
 
 
 def _holder(rows: list[dict], offset: int) -> dict | None:
@@ -304,7 +261,7 @@ def test_groups_whose_offsets_expired_are_those_kafka_no_longer_lists(bundle):
                   for g in gone}
     # as of the last capture: a group whose offsets expire after it (before the bundle was taken) is still
     # listed; one whose offsets expire while the tool runs may be listed or not
-    done = _answered_by(path, manifest)[Path(all_groups[all_groups.captured == last].path.iloc[0]).name]
+    done = answered_by(path, manifest)[Path(all_groups[all_groups.captured == last].path.iloc[0]).name]
 
     def removed_by(t) -> pd.DataFrame:
         removed = cl.removed_groups(
@@ -317,7 +274,7 @@ def test_groups_whose_offsets_expired_are_those_kafka_no_longer_lists(bundle):
     got = maybe[maybe.group.isin(gone)]
     want = pd.DataFrame([(g, n, n) for g, n in sorted(partitions.items())], columns=got.columns)
     pd.testing.assert_frame_equal(got.sort_values("group").reset_index(drop=True), want, check_dtype=False)
-    assert set(maybe.group) - gone <= _expiring(_removals(tables), last, done)
+    assert set(maybe.group) - gone <= expiring(_removals(tables), last, done)
 
 
 def test_histogram_buckets_hold_every_commit_on_power_of_two_bounds(bundle, lags):

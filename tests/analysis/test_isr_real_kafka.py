@@ -15,7 +15,7 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 import workbench
-from tests.kafka_bundles import dumped_final_states, metadata_payloads
+from tests.kafka_bundles import candidate_views, dumped_final_states, metadata_payloads
 from workbench.analysis import isr
 from workbench.analysis.isr.states import _FOLLOWED
 from workbench.formats.tooltext import parse_topics_describe
@@ -68,23 +68,6 @@ def test_under_min_isr_count_matches_jmx(analysed):
     assert len(compared) >= 30 and nonzero >= 5, (len(compared), nonzero)
 
 
-def _states_at(states, t_ms: int) -> dict:
-    """Visible (leader, replicas, isr, elr) of every partition at time ``t_ms``."""
-    out = {}
-    for row in states.itertuples(index=False):
-        if ms(row.start) <= t_ms < ms(row.end) or (row.end_reason == "log_end" and ms(row.end) <= t_ms):
-            elr = [] if row.elr is None else list(row.elr)
-            out[(row.topic, int(row.partition))] = (int(row.leader), list(row.replicas), list(row.isr), elr,
-                                                    bool(row.under_min_isr), bool(row.under_replicated))
-    return out
-
-
-def _candidate_views(states, start_ms: int, end_ms: int) -> list[dict]:
-    """Every state the cluster was in while a tool ran (from its start to the next tool's start)."""
-    changes = sorted({ms(t) for t in states.start if start_ms < ms(t) < end_ms})
-    return [_states_at(states, t) for t in [start_ms, *changes]]
-
-
 def test_topics_describe_matches_a_state_of_its_run_window(analysed):
     path, manifest, states, _counts, _ = analysed
     tools = manifest["tools"]
@@ -97,7 +80,7 @@ def test_topics_describe_matches_a_state_of_its_run_window(analysed):
         assert not parsed.problems
         shown = {(p["topic"], p["partition"]): (p["leader"], p["replicas"], p["isr"], p["elr"] or [])
                  for p in parsed.partitions}
-        views = _candidate_views(states, tool["t_ms"], end)
+        views = candidate_views(states, tool["t_ms"], end)
         if "--under-min-isr-partitions" in tool["args"]:
             kind = "--under-min-isr-partitions"
             ok = any({k for k, v in view.items() if v[4]} == set(shown) for view in views)

@@ -14,8 +14,8 @@ import pytest
 from workbench.formats.brokerlog import parse_line, read_events
 from workbench.formats.problems import ProblemLog
 
-FIELDS = ("kind", "node_id", "topic", "partition", "leader", "isr", "isr_before", "leader_epoch", "partition_epoch",
-          "controller_epoch", "state_from", "state_to")
+FIELDS = ("kind", "node_id", "topic", "partition", "leader", "isr", "isr_before", "replicas", "leader_epoch",
+          "partition_epoch", "controller_epoch", "state_from", "state_to", "properties")
 
 CASES = [
     # 0.10-0.11: "Partition [t,0] on broker 1: " log ident
@@ -29,6 +29,11 @@ CASES = [
     ("Controller 1 incremented epoch to 2", dict(kind="controller", node_id=1, controller_epoch=2)),
     ("[Kafka Server 1], started", dict(kind="server", node_id=1, state_to="started")),
     ("[Kafka Server 1], shut down completed", dict(kind="server", node_id=1, state_to="stopped")),
+    ("Created log for partition [orders,0] in /tmp/kafka-logs with properties {compression.type -> producer, "
+     "min.insync.replicas -> 2, segment.bytes -> 1073741824, leader.replication.throttled.replicas -> }.",
+     dict(kind="log_created", topic="orders", partition=0,
+          properties={"compression.type": "producer", "min.insync.replicas": "2", "segment.bytes": "1073741824",
+                      "leader.replication.throttled.replicas": ""})),
     # 2.x: "[Partition t-0 broker=1] " log ident, zkVersion in brackets
     ("[Partition my-topic-12 broker=1] Shrinking ISR from 1,2,3 to 1,2. Leader: (highWatermark: 5, endOffset: 9). "
      "Out of sync replicas: (brokerId: 3, endOffset: 5).",
@@ -54,6 +59,15 @@ CASES = [
      "BrokerState(brokerId=3, brokerEpoch=-1)), leaderRecoveryState=RECOVERED, partitionEpoch=0)",
      dict(kind="partition_state", node_id=1, topic="orders", partition=1, leader=1, isr=[1, 3], leader_epoch=0,
           partition_epoch=0, controller_epoch=1, state_from="NewPartition", state_to="OnlinePartition")),
+    ("[Controller id=1 epoch=1] Changed partition orders-2 state from NonExistentPartition to NewPartition with "
+     "assigned replicas 3,1,2", dict(kind="partition_state", node_id=1, topic="orders", partition=2, replicas=[3, 1, 2],
+                                     controller_epoch=1, state_from="NonExistentPartition", state_to="NewPartition")),
+    ("[Controller id=1 epoch=1] Partition orders-0 state changed to (Leader:1,ISR:1,2,LeaderRecoveryState:RECOVERED,"
+     "LeaderEpoch:0,ZkVersion:2,ControllerEpoch:1) after removing replica 3 from the ISR as part of transition to "
+     "OfflineReplica", dict(kind="replica_offline", node_id=1, topic="orders", partition=0, leader=1, isr=[1, 2],
+                            leader_epoch=0, partition_epoch=2, controller_epoch=1)),
+    ("Created log for partition payments-0 in /var/lib/kafka/payments-0 with properties {min.insync.replicas=3}",
+     dict(kind="log_created", topic="payments", partition=0, properties={"min.insync.replicas": "3"})),
     # 4.x KRaft brokers
     ("[Partition payments-1 broker=4] ISR updated to 4,6 (under-min-isr) and version updated to 5",
      dict(kind="isr_updated", node_id=4, topic="payments", partition=1, leader=4, isr=[4, 6], partition_epoch=5)),
@@ -70,7 +84,8 @@ CASES = [
      "partition registration PartitionRegistration(replicas=[5, 4, 6], directories=[a, b, c], isr=[4, 6], "
      "removingReplicas=[], addingReplicas=[], elr=[], lastKnownElr=[], leader=4, leaderRecoveryState=RECOVERED, "
      "leaderEpoch=1, partitionEpoch=5) and isNew=false since it is already the leader with leader epoch 1.",
-     dict(kind="leader_kept", node_id=4, topic="payments", partition=0, leader=4, isr=[4, 6], leader_epoch=1,
+     dict(kind="leader_kept", node_id=4, topic="payments", partition=0, leader=4, isr=[4, 6], replicas=[5, 4, 6],
+          leader_epoch=1,
           partition_epoch=5)),
     ("[BrokerServer id=4] Transition from STARTING to STARTED", dict(kind="server", node_id=4, state_to="started")),
 ]

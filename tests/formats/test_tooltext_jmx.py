@@ -61,6 +61,15 @@ def test_topics_describe_old_format_and_filtered_output():
     assert filtered[0]["partition_count"] is None and filtered[0]["configs"] is None
 
 
+def test_topics_describe_of_a_zookeeper_mode_cluster():
+    """3.9's tool prints ``N/A`` for the ELR fields a ZooKeeper-mode cluster does not have."""
+    line = "\tTopic: orders\tPartition: 2\tLeader: 3\tReplicas: 3,2,1\tIsr: 3,2,1\tElr: N/A\tLastKnownElr: N/A\n"
+    log = ProblemLog("t.txt")
+    rows = topics_describe_rows(line, "t.txt", log)
+    assert [(r["leader"], r["isr"], r["elr"], r["last_known_elr"]) for r in rows] == [(3, [3, 2, 1], None, None)]
+    assert log.problems == []
+
+
 def test_topics_describe_cut_line():
     log = ProblemLog("t.txt")
     rows = topics_describe_rows("\tTopic: orders\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1\n"

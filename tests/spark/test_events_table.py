@@ -42,11 +42,11 @@ def test_rows_of_rotated_compressed_and_damaged_logs(spark, tmp_path):
 
     want = spark.createDataFrame([
         (gz, 1, at("2024-05-01 13:00:00.123"), "INFO", "kafka.cluster.Partition", 3, None, "isr_shrink", "orders", 0,
-         3, [3], [3, 1], None, None, None, None, None, None, None, None, SHRINK.rstrip("\n")),
+         3, [3], [3, 1], None, None, None, None, None, None, None, None, None, SHRINK.rstrip("\n")),
         (gz, 3, at("2024-05-01 13:00:00.130"), "INFO", "kafka.cluster.Partition", 3, None, "isr_updated", "orders", 0,
-         3, [3], None, None, None, 4, None, None, None, None, None, UPDATED.rstrip("\n")),
+         3, [3], None, None, None, 4, None, None, None, None, None, None, UPDATED.rstrip("\n")),
         (ctl, 2, at("2024-05-01 12:59:00"), "INFO", "kafka.controller.KafkaController", 3, None, "controller", None,
-         None, None, None, None, None, None, None, 2, None, None, None, None, ELECTED.rstrip("\n")),
+         None, None, None, None, None, None, None, 2, None, None, None, None, None, ELECTED.rstrip("\n")),
     ], EVENTS_SCHEMA)
     assertDataFrameEqual(tables.events, want)
     problems = tables.problems.where(f"path = '{ctl}'").select("kind").collect()

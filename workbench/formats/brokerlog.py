@@ -19,6 +19,10 @@ kind               line (``logger``)
 ``follower_kept``  the same for a follower
 ``partition_state`` the ZooKeeper controller moved a partition: ``Changed partition t-0 from
                    OfflinePartition to OnlinePartition with state LeaderAndIsr(leader=1, …)``
+``replica_offline`` the ZooKeeper controller took an offline replica out of the ISR (``Partition t-0
+                   state changed to (Leader:1,ISR:1,2,…,ZkVersion:7,…) after removing replica 3``)
+``log_created``    a broker created a partition's log, with the topic's properties (``properties``:
+                   the overrides from 3.0, every effective setting before)
 ``controller``     a broker became the ZooKeeper-mode controller (``… successfully elected as the
                    controller. Epoch incremented to 7``)
 ``server``         a broker's life: ``starting``, ``started``, ``stopping``, ``stopped``
@@ -43,7 +47,7 @@ __all__ = ["EVENT_KINDS", "parse_line", "read_events"]
 
 #: Every ``kind`` an event can have, in the order of the module docstring.
 EVENT_KINDS = ("isr_updated", "isr_shrink", "isr_expand", "leader_start", "follower_start", "leader_kept",
-               "follower_kept", "partition_state", "controller", "server")
+               "follower_kept", "partition_state", "replica_offline", "log_created", "controller", "server")
 
 # [2024-05-01 13:00:00,123] INFO message (logger); ISO-like and dotted milliseconds also accepted
 _RECORD = re.compile(
@@ -84,7 +88,16 @@ _REGISTRATION = {name: re.compile(rf"\b{key}=(-?\d+)") for name, key in (
 _REGISTRATION_LISTS = {name: re.compile(rf"\b{key}=\[(?P<ids>[\d,\s]*)\]") for name, key in (
     ("isr", "isr"), ("replicas", "replicas"))}
 _CHANGED_PARTITION = re.compile(
-    r"Changed partition (?P<tp>\S+?) (?:state )?from (?P<old>\w+) to (?P<new>\w+)(?: with state (?P<state>.*))?$")
+    r"Changed partition (?P<tp>\S+?) (?:state )?from (?P<old>\w+) to (?P<new>\w+)"
+    r"(?: with state (?P<state>.*)| with assigned replicas (?P<replicas>[\d,\s]*))?$")
+# 1.1+ controller: "Partition t-0 state changed to (Leader:1,ISR:1,2,LeaderRecoveryState:RECOVERED,LeaderEpoch:3,
+# ZkVersion:7,ControllerEpoch:2) after removing replica 3 from the ISR as part of transition to OfflineReplica"
+_STATE_CHANGED = re.compile(
+    r"Partition (?P<tp>\S+) state changed to \(Leader:(?P<leader>-?\d+),ISR:(?P<isr>[\d,]*),"
+    r"(?:LeaderRecoveryState:\w+,)?LeaderEpoch:(?P<epoch>-?\d+),(?:ZkVersion|PartitionEpoch):(?P<version>-?\d+)")
+_CREATED = re.compile(r"Created log for partition (?:\[(?P<topic>[^,\]]+),(?P<part>\d+)\]|(?P<tp>\S+)) in \S+"
+                      r"(?: with properties \{(?P<props>.*)\})?")
+_PROPERTY = re.compile(r"([a-z][\w.]*)(?: ->\s?|=)(.*?)(?=, [a-z][\w.]*(?: ->|=)|$)")
 # 0.10-1.x: "Controller 1 epoch 2 changed partition [t,0] state from OfflinePartition to OnlinePartition with leader 1"
 _OLD_CHANGED_PARTITION = re.compile(
     r"changed partition \[(?P<topic>[^,\]]+),(?P<part>\d+)\] (?:state )?from (?P<old>\w+) to (?P<new>\w+)"
@@ -100,15 +113,16 @@ _ELECTED = re.compile(
     r"(?P<node>\d+) successfully elected as (?:the )?controller\.?(?: Epoch incremented to (?P<epoch>\d+))?")
 # 0.10-0.11: "Controller 1 incremented epoch to 2 (kafka.controller.ControllerEpochListener)"
 _OLD_ELECTED = re.compile(r"^Controller (?P<node>\d+) incremented epoch to (?P<epoch>\d+)")
-# "[KafkaServer id=1] started" (1.0+), "[Kafka Server 1], started" (0.10-0.11), KRaft's "[BrokerServer id=4] Transition …"
+# "[KafkaServer id=1] started" (1.0+), "[Kafka Server 1], started" (0.10-0.11),
+# KRaft's "[BrokerServer id=4] Transition from …"
 _SERVER = re.compile(r"\[(?P<cls>KafkaServer|BrokerServer|Kafka Server) (?:id=)?(?P<node>\d+)\],? (?P<what>.*)$")
 _TRANSITIONS = {"SHUTDOWN to STARTING": "starting", "STARTING to STARTED": "started",
                 "STARTED to SHUTTING_DOWN": "stopping", "SHUTTING_DOWN to SHUTDOWN": "stopped"}
 _ZK_SERVER = {"starting": "starting", "started": "started", "shutting down": "stopping",
               "shut down completed": "stopped"}
 # cheap substring gate: a line holding none of these is not read further
-_HINTS = ("ISR", "starts at", "Skipped the become", "hanged partition", "elected as", "incremented epoch", "Server",
-          "broker")
+_HINTS = ("ISR", "starts at", "Skipped the become", "hanged partition", "state changed to", "Created log",
+          "elected as", "incremented epoch", "Server", "broker")
 
 
 def _ints(text: str | None) -> list[int] | None:
@@ -183,6 +197,24 @@ def parse_line(message: str) -> dict[str, Any] | None:
         for name, pattern in _REGISTRATION_LISTS.items():
             found = pattern.search(m.group("state"))
             event[name] = _ints(found.group("ids")) if found else None
+    elif "state changed to (" in message and (m := _STATE_CHANGED.search(message)):
+        tp = _topic_partition(m.group("tp"))
+        if tp is None:
+            return None
+        topic, partition = tp
+        event = {"kind": "replica_offline", "leader": int(m.group("leader")), "isr": _ints(m.group("isr")),
+                 "leader_epoch": int(m.group("epoch")), "partition_epoch": int(m.group("version"))}
+    elif "Created log for" in message and (m := _CREATED.search(message)):
+        if m.group("tp") is not None:
+            tp = _topic_partition(m.group("tp"))
+            if tp is None:
+                return None
+            topic, partition = tp
+        else:
+            topic, partition = m.group("topic"), int(m.group("part"))
+        props = m.group("props")
+        event = {"kind": "log_created",
+                 "properties": None if props is None else {k: v.strip() for k, v in _PROPERTY.findall(props.strip())}}
     elif "hanged partition" in message:
         event = _changed(message)
         if event is not None:
@@ -247,6 +279,8 @@ def _changed(message: str) -> dict[str, Any] | None:
                  "state_to": m.group("new")}
         if m.group("state"):
             event.update(_leader_and_isr(m.group("state")))
+        if m.group("replicas") is not None:
+            event["replicas"] = _ints(m.group("replicas"))
         return event
     m = _OLD_CHANGED_PARTITION.search(message)
     if m:

@@ -63,6 +63,10 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
+def _elr(text: str | None) -> list[int] | None:
+    return None if text is None or text == "N/A" else _ints(text)
+
+
 def parse_topic_configs(text: str) -> dict[str, str]:
     """The ``Configs:`` field of ``kafka-topics --describe``: ``k=v`` pairs joined by commas.
 
@@ -106,7 +110,7 @@ def parse_topics_describe(text: str, path: str = "", problems: ProblemLog | None
     without the space, ``TopicId`` from 2.8, ``Elr``/``LastKnownElr`` from 3.9).
 
     A partition line's ``leader`` is -1 for ``none``; ``elr``/``last_known_elr`` are None when
-    the version does not print them.
+    the version does not print them, or prints ``N/A`` (3.9's tool against a ZooKeeper-mode cluster).
 
     Examples
     --------
@@ -132,8 +136,7 @@ def parse_topics_describe(text: str, path: str = "", problems: ProblemLog | None
                     "topic": values["Topic"], "partition": int(values["Partition"]),
                     "leader": -1 if leader in ("none", "", "-1") else int(leader),
                     "replicas": _ints(values["Replicas"]), "isr": _ints(values["Isr"]),
-                    "elr": _ints(values["Elr"]) if "Elr" in values else None,
-                    "last_known_elr": _ints(values["LastKnownElr"]) if "LastKnownElr" in values else None,
+                    "elr": _elr(values.get("Elr")), "last_known_elr": _elr(values.get("LastKnownElr")),
                 })
             elif "Topic" in values and "PartitionCount" in values:
                 result.topics.append({

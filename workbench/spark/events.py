@@ -40,12 +40,12 @@ EVENTS_SCHEMA = (
     "path string, line_no long, time timestamp, level string, logger string, node_id int, cluster_id string, "
     "kind string, topic string, partition int, leader int, isr array<int>, isr_before array<int>, replicas array<int>, "
     "leader_epoch int, partition_epoch int, controller_epoch int, offset long, high_watermark long, "
-    "state_from string, state_to string, line string"
+    "state_from string, state_to string, properties map<string,string>, line string"
 )
 
 _FIELDS = ("kind", "topic", "partition", "leader", "isr", "isr_before", "replicas", "leader_epoch", "partition_epoch",
-           "controller_epoch", "offset", "high_watermark", "state_from", "state_to", "level", "logger", "line_no",
-           "line")
+           "controller_epoch", "offset", "high_watermark", "state_from", "state_to", "properties", "level", "logger",
+           "line_no", "line")
 #: Longest ``line`` kept: a record's first line, cut (the event's fields are parsed from all of it).
 LINE_CHARS = 2000
 
@@ -92,6 +92,8 @@ class EventsReader(ArtifactReader):
                     moment = event["time"]
                     row["time"] = int(moment.timestamp() * 1_000_000)
                     row["line"] = row["line"][:LINE_CHARS]
+                    if row["properties"] is not None:
+                        row["properties"] = list(row["properties"].items())
                     row["node_id"] = event["node_id"] if event.get("node_id") is not None else partition.node_id
                     yield {**row, "path": partition.path, "cluster_id": partition.cluster_id}
             except (OSError, EOFError) as exc:   # a truncated gzip member, a file cut mid-copy

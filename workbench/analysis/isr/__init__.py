@@ -15,6 +15,9 @@ config, else the leader broker's dynamic broker config, else the cluster-wide dy
 else the static value of the brokers' ``server.properties`` (which the metadata log does not hold:
 :func:`states_for` reads it from the ``configs`` table, a parameter overrides it, 1 when unknown),
 and it is re-evaluated at every config change, so a change mid-stream opens a new interval.
+
+A cluster with no metadata log (ZooKeeper era) is replayed the same way from its brokers' and
+controller's text logs (:mod:`workbench.analysis.isr.textlog`).
 """
 
 from __future__ import annotations
@@ -61,6 +64,11 @@ from workbench.analysis.isr.summary import (
     partition_summary,
     under_min_isr_counts,
 )
+from workbench.analysis.isr.textlog import (
+    text_log_clusters,
+    text_log_records,
+    with_text_logs,
+)
 from workbench.analysis.isr.verdicts import (
     GROUP_PARTITIONS,
     area_findings,
@@ -83,5 +91,5 @@ __all__ = [
     "notable_partitions", "final_states", "final_state_counts", "episodes", "STOP_COLUMNS", "cluster_stops",
     "findings", "static_min_isr", "configured_min_isr", "states_for", "GROUP_PARTITIONS", "area_findings",
     "findings_for", "IsrAnalysis", "analyse", "grouped_area_findings", "VIEW_PARTITIONS", "VIEW_POINTS",
-    "view_frames", "area_view_frames", "key_figures",
+    "view_frames", "area_view_frames", "key_figures", "text_log_clusters", "text_log_records", "with_text_logs",
 ]

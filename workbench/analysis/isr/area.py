@@ -75,7 +75,7 @@ def _register() -> None:
     from workbench.analysis.findings import register_area
 
     register_area("isr", title="ISR health (KIP-164)", order=2, analyse=analyse, findings=grouped_area_findings,
-                  tables=("metadata",), frames=area_view_frames, key_figures=key_figures)
+                  tables=("metadata", "events"), frames=area_view_frames, key_figures=key_figures)
 
 
 _register()

@@ -20,6 +20,7 @@ from workbench.analysis.isr.inputs import (
     static_min_isr,
 )
 from workbench.analysis.isr.reference import _replay_partition
+from workbench.analysis.isr.textlog import with_text_logs
 from workbench.analysis.metadata_log import ordered_records
 
 if TYPE_CHECKING:
@@ -392,7 +393,9 @@ def _replay_rows(table: pa.Table) -> pa.Table:
 
 
 def states_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
-    """:func:`partition_states` of a bundle's ``metadata`` table, computed once per bundle and static min ISR."""
+    """:func:`partition_states` of a bundle's ``metadata`` table, computed once per bundle and static min ISR;
+    a cluster with no metadata log (ZooKeeper era) is replayed from its text logs
+    (:func:`workbench.analysis.isr.textlog.with_text_logs`)."""
     static = static_min_isr(tables, params)
     return tables.derive(f"isr.partition_states:{_static_key(static)}",
-                         lambda: partition_states(tables.metadata, static_min_isr=static))
+                         lambda: partition_states(with_text_logs(tables), static_min_isr=static))

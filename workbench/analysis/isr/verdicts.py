@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from workbench.analysis.isr.inputs import _static_key, static_min_isr
 from workbench.analysis.isr.outages import cluster_stops, episodes
 from workbench.analysis.isr.states import states_for
+from workbench.analysis.isr.textlog import with_text_logs
 from workbench.analysis.metadata_log import restarts_for
 
 if TYPE_CHECKING:
@@ -206,4 +207,4 @@ def findings_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
     key = _static_key(static_min_isr(tables, params))
     return tables.derive(f"isr.findings:{flap}:{key}",
                          lambda: findings(states_for(tables, params), flap_threshold=flap,
-                                          stops=cluster_stops(tables.metadata), restarts=restarts_for(tables)))
+                                          stops=cluster_stops(with_text_logs(tables)), restarts=restarts_for(tables)))

@@ -1,0 +1,121 @@
+"""A ZooKeeper-era cluster judged by real Kafka: the ISR area from its text logs alone, consumer lag.
+
+The ``zk_isr`` scenario runs ZooKeeper and three Kafka brokers in ZooKeeper mode, on each release of
+``peer.scenario.ZK_SETS`` (peer/scenarios/zk_isr.py): under load it kills broker 3, then broker 2 (``orders`` goes under
+``min.insync.replicas`` 2), restarts both, and stops the cluster; ``kafka-topics --describe`` is
+captured after every step and JmxTool samples each broker's ReplicaManager gauges; then a consumer
+group reads part of the topic twice, ``kafka-consumer-groups --describe`` captured after each read.
+The bundle has no metadata log: the partition history is what the brokers and the controller wrote
+to ``server.log``, ``state-change.log`` and ``controller.log``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import workbench
+from peer.scenario import ZK_SETS
+from tests.kafka_bundles import candidate_views, lag_beside_captures, states_at
+from workbench.analysis import isr
+from workbench.formats.tooltext import parse_topics_describe
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+TOPIC = "orders"   # the topic of the incident (the consumer group creates __consumer_offsets at the end)
+
+
+@pytest.fixture(scope="module", params=sorted(v for v, names in ZK_SETS.items() if "zk_isr" in names))
+def analysed(request, spark, kafka_bundle):
+    path = Path(kafka_bundle("zk_isr", request.param))
+    tables = workbench.load(workbench.open_bundle(path), spark)
+    states = isr.states_for(tables, {})
+    return path, json.loads((path / "manifest.json").read_text()), states, states.toPandas(), tables
+
+
+def ms(ts) -> int:
+    return int(ts.timestamp() * 1000)
+
+
+def test_the_cluster_is_replayed_from_its_text_logs(analysed):
+    path, manifest, _states, frame, tables = analysed
+    assert tables.metadata.count() == 0   # no metadata log: everything below comes from the text logs
+    assert isr.text_log_clusters(tables.bundle)[0] == manifest["cluster_id"]
+    assert set(frame.cluster_id) == {manifest["cluster_id"]}
+    assert set(frame.min_isr) == {2}   # the brokers' server.properties
+
+
+def test_topics_describe_matches_a_state_of_its_run_window(analysed):
+    path, manifest, _states, frame, _ = analysed
+    tools = manifest["tools"]
+    checked = 0
+    for i, tool in enumerate(tools):
+        if tool["tool"] != "kafka-topics" or "--describe" not in tool["args"]:
+            continue
+        end = tools[i + 1]["t_ms"] if i + 1 < len(tools) else manifest["events"][-1]["t_ms"]
+        parsed = parse_topics_describe((path / tool["file"]).read_text())
+        assert not parsed.problems
+        shown = {(p["topic"], p["partition"]): (p["leader"], sorted(p["replicas"]), sorted(p["isr"]))
+                 for p in parsed.partitions}
+        if not shown:
+            continue   # the topic not created yet
+        views = candidate_views(frame, tool["t_ms"], end)
+        ok = any({k: (v[0], sorted(v[1]), sorted(v[2])) for k, v in view.items() if k[0] == TOPIC} == shown
+                 for view in views)
+        assert ok, f"{tool['file']}: tool shows {shown}; computed states in its window: {views}"
+        checked += 1
+    assert checked >= 5, checked
+
+
+def test_every_staged_shrink_and_expand_in_order(analysed):
+    _path, manifest, _states, frame, _ = analysed
+    at = {e["event"] + str(e.get("node", "")): e["t_ms"] for e in manifest["events"]}
+    ready = [e["t_ms"] for e in manifest["events"] if e["event"] == "brokers_ready"]
+    steps = [  # (moment, the ISR every partition must show by then)
+        (at["broker_hard_stop2"], [1, 2]),       # 3 killed: out of every ISR
+        (at["broker_restart2"], [1]),            # 2 killed too: only 1, under min ISR 2
+        (at["broker_restart3"], [1, 2]),         # 2 back in
+        (at["produce_end"], [1, 2, 3]),          # 3 back in
+    ]
+    partitions = sorted({(t, p) for t, p in zip(frame.topic, frame.partition, strict=True) if t == TOPIC})
+    assert len(partitions) == 3
+    for moment, want in steps:
+        view = states_at(frame, moment)
+        assert {k: sorted(v[2]) for k, v in view.items() if k in partitions} == dict.fromkeys(partitions, want), \
+            (moment, view)
+    under = frame[frame.under_min_isr & (frame.leader >= 0)]
+    firsts = [ms(t) for t in under.start]
+    assert at["broker_hard_stop2"] < min(firsts) < ready[0]
+
+
+def test_every_replica_manager_gauge_agrees_with_kafkas_samples(analysed):
+    _path, _manifest, states, _frame, tables = analysed
+    beside = isr.gauges_beside_reported(isr.leader_gauges(states), isr.reported_leader_gauges(tables.metrics))
+    judged = beside.where("agrees IS NOT NULL").toPandas()
+    assert judged.agrees.all(), judged[~judged.agrees]
+    nonzero = judged[(judged.gauge == "UnderMinIsrPartitionCount") & (judged.reported > 0)]
+    assert len(nonzero) >= 3, len(nonzero)
+
+
+def test_the_area_reports_the_incident_and_the_stop_at_the_end_once(analysed):
+    """The staged incident: every ``orders`` partition under min ISR from the second broker's stop to
+    its restart; the clean stop at the end: one finding, not an outage of every partition."""
+    _path, manifest, *_, tables = analysed
+    found = isr.grouped_area_findings(isr.analyse(tables)).toPandas()
+    at = {e["event"] + str(e.get("node", "")): e["t_ms"] for e in manifest["events"]}
+    under = found[found.kind == "under_min_isr"]
+    assert sorted(under.subject) == ["orders-0", "orders-1", "orders-2"], found
+    assert all(at["broker_hard_stop2"] < ms(t) < at["broker_restart2"] for t in under.start), under
+    stopped = found[found.kind == "cluster_stopped"]
+    assert list(stopped.subject) == [manifest["cluster_id"]] and ms(stopped.start.iloc[0]) > at["cluster_stop"]
+    assert set(found.kind) == {"under_min_isr", "cluster_stopped"}, found
+
+
+def test_consumer_lag_equals_kafka_consumer_groups_at_every_capture(analysed):
+    path, manifest, *_, tables = analysed
+    mine, want = lag_beside_captures(tables, path, manifest)
+    assert want.path.nunique() == 2 and set(want.group) == {"zk-reader"} and (want.lag > 0).any()
+    pd.testing.assert_frame_equal(mine, want, check_dtype=False)
