@@ -153,3 +153,22 @@ def test_a_traceback_only_with_debug(tmp_path):
         assert res.returncode == 1  # Python's own exit on an uncaught exception
         assert res.stderr.startswith("Traceback (most recent call last):")
         assert res.stderr.endswith(f"workbench.errors.BundleError: bundle path does not exist: {missing}\n")
+
+
+def test_inspect_says_which_clusters_are_replayed_from_their_text_logs(tmp_path):
+    """A ZooKeeper-era data dir (no ``__cluster_metadata``) beside its broker's logs, and a KRaft node."""
+    zk = tmp_path / "zk" / "kafka1"
+    (zk / "data").mkdir(parents=True)
+    (zk / "data" / "meta.properties").write_text("broker.id=1\nversion=0\ncluster.id=zk-id\n")
+    (zk / "logs").mkdir()
+    (zk / "logs" / "server.log").write_text("[2024-05-01 13:00:00,000] INFO [KafkaServer id=1] started\n")
+    kraft = tmp_path / "kraft" / "kafka1" / "data"
+    (kraft / "__cluster_metadata-0").mkdir(parents=True)
+    (kraft / "meta.properties").write_text("node.id=1\nversion=1\ncluster.id=kraft-id\n")
+    (kraft / "__cluster_metadata-0" / "00000000000000000000.log").write_bytes(b"")
+    (kraft.parent / "server.log").write_text("")
+    res = run("inspect", str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[1:3] == [
+        "  cluster kraft-id: node 1",
+        "  cluster zk-id: node 1; no metadata log: partition history from its text logs"]

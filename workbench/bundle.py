@@ -176,6 +176,13 @@ class Bundle:
                 out.setdefault(self.cluster_of(a), set()).add(a.node_id)
         return {c: sorted(out[c]) for c in sorted(out, key=lambda c: (c is None, c or ""))}
 
+    def text_log_clusters(self) -> list[str | None]:
+        """The clusters with text logs (``server_log``) and no metadata log: ZooKeeper-era clusters, whose
+        partition history is their brokers' and controller's text logs. In cluster id order."""
+        with_log = {self.cluster_of(a) for a in self.metadata_files}
+        logged = {self.cluster_of(a) for a in self.of_kind("server_log")}
+        return sorted(logged - with_log, key=lambda c: (c is None, c or ""))
+
     def inventory_rows(self) -> list[dict]:
         """The inventory as a list of dicts (one per artifact)."""
         return [asdict(a) for a in self.artifacts]

@@ -103,9 +103,11 @@ def _inspect(args: argparse.Namespace, bundle: Any, scanned: list) -> int:
     if bundle.manifest:
         print(f"  scenario {bundle.manifest.get('scenario')}, Kafka {bundle.manifest.get('kafka_version')}")
     clusters = bundle.clusters()
+    from_text = set(bundle.text_log_clusters())
     for cluster, nodes in clusters.items():
         named = f"cluster {cluster}" if cluster is not None else "nodes of no known cluster (no cluster.id)"
-        print(f"  {named}: node{'s' if len(nodes) > 1 else ''} {', '.join(map(str, nodes))}")
+        era = "; no metadata log: partition history from its text logs" if cluster in from_text else ""
+        print(f"  {named}: node{'s' if len(nodes) > 1 else ''} {', '.join(map(str, nodes))}{era}")
     several = len(clusters) > 1
     per_node: dict[tuple[str, int], Counter] = {}
     sizes: Counter = Counter()

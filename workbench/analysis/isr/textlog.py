@@ -30,7 +30,6 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from workbench.analysis.isr.inputs import MIN_ISR_CONFIG, TOPIC_RESOURCE
-from workbench.analysis.logs import METADATA_TOPIC
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -46,11 +45,9 @@ TEXT_LOG_PATH = "text logs"
 
 
 def text_log_clusters(bundle: Bundle) -> list[str | None]:
-    """The clusters of a bundle that have text logs and no metadata log (ZooKeeper era), in id order."""
-    with_log = {bundle.cluster_of(a) for a in bundle.artifacts
-                if a.kind == "bootstrap" or (a.topic == METADATA_TOPIC and a.kind in ("segment", "snapshot"))}
-    logged = {bundle.cluster_of(a) for a in bundle.of_kind("server_log")}
-    return sorted(logged - with_log, key=lambda c: (c is None, c or ""))
+    """The clusters of a bundle that have text logs and no metadata log (ZooKeeper era), in id order
+    (:meth:`workbench.bundle.Bundle.text_log_clusters`)."""
+    return bundle.text_log_clusters()
 
 
 def text_log_records(events: DataFrame, clusters: list[str | None] | None = None) -> DataFrame:
