@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     p_fetch = sub.add_parser("fetch", help="resolve Kafka from Maven Central into the cache")
     p_fetch.add_argument("--version", action="append", choices=list(VERSIONS))
     p_sc = sub.add_parser("scenarios", help="build (or reuse) scenario bundles")
-    p_sc.add_argument("--version", action="append", choices=[*VERSIONS, *ERA_SETS])
+    p_sc.add_argument("--version", action="append", choices=list(dict.fromkeys([*VERSIONS, *ERA_SETS, *ZK_SETS])))
     p_sc.add_argument("--only", nargs="+", choices=[*SCENARIOS, *ZK_SCENARIOS])
     p_sc.add_argument("--force", action="store_true", help="rebuild complete bundles")
     p_sc.add_argument("--attempts", type=int, default=2,

@@ -73,6 +73,13 @@ DUMP_TOOL_RELEASES: dict[str, str] = {
 #: came with 3.3); 3.5.2 writes a NoOpRecord per idle interval (metadata version 3.5-IV2).
 #: Fetched by :func:`fetch_era_server`; scenarios of :data:`peer.scenario.ERA_SETS` run on them.
 ERA_SERVERS: tuple[str, ...] = ("3.2.3", "3.5.2")
+#: Older releases run only in ZooKeeper mode (:class:`peer.zookeeper.ZkCluster`), for the scenarios
+#: of :data:`peer.scenario.ZK_SETS`: 2.8.2, the last 2.x (its KRaft mode was early access). Fetched
+#: by :func:`fetch_era_server` like :data:`ERA_SERVERS` (the 2.8 core jar holds ``kafka.Kafka``, the
+#: ZooKeeper-mode admin tools and, with its ``zookeeper`` 3.5 dependency, the ZooKeeper server; there
+#: are no separate storage, server-common or metadata jars yet); its client tools
+#: (``producer-perf``) come from the 3.9.2 release (``peer.scenarios.zk_isr.CLIENT_RELEASE``).
+ZK_ERA_SERVERS: tuple[str, ...] = ("2.8.2",)
 CLIENT_SOURCE = Path(__file__).resolve().parent / "java" / "PeerClient.java"
 STAMP = ".complete"
 
@@ -628,8 +635,9 @@ def fetch_era_server(version: str, *, timeout: float = 900.0) -> Kafka:
     """An older release that runs as a KRaft node: its core jar, runtime dependencies and a log
     binding (``slf4j-reload4j``, as 3.x distributions ship), under ``<cache>/era-servers/``.
 
-    Only the releases of :data:`ERA_SERVERS`; the core jar holds ``kafka.Kafka``, the storage
-    tool and ``kafka.admin.TopicCommand``. Pinned releases come from :func:`fetch`.
+    Only the releases of :data:`ERA_SERVERS` and :data:`ZK_ERA_SERVERS` (ZooKeeper mode only);
+    the core jar holds ``kafka.Kafka``, the storage tool and ``kafka.admin.TopicCommand``. Pinned
+    releases come from :func:`fetch`.
 
     Raises
     ------
@@ -638,8 +646,9 @@ def fetch_era_server(version: str, *, timeout: float = 900.0) -> Kafka:
     """
     if version in VERSIONS:
         return fetch(version, timeout=timeout)
-    if version not in ERA_SERVERS:
-        raise FetchError(f"Kafka {version} is not run as an era server; expected one of {list(ERA_SERVERS)}")
+    if version not in (*ERA_SERVERS, *ZK_ERA_SERVERS):
+        raise FetchError(f"Kafka {version} is not run as an era server; expected one of "
+                         f"{[*ERA_SERVERS, *ZK_ERA_SERVERS]}")
     kafka = _fetch_core(version, DUMP_TOOL_RELEASES.get(version, "2.13"),
                         cache_root() / "era-servers" / version / "lib", "era-servers",
                         f"the Kafka {version} server", timeout, ("-Pserver",))

@@ -64,13 +64,15 @@ ERA_SETS: dict[str, tuple[str, ...]] = {
     "3.2.3": ("idle",),
     "3.5.2": ("idle",),
 }
-#: ZooKeeper-mode scenarios (:class:`peer.zookeeper.ZkCluster`; Kafka 3.x only): the broker text logs
-#: (``server.log``, ``controller.log``, ``state-change.log``) of the ZooKeeper era, on the last 3.x
-#: and on an early one. Built by ``python -m peer scenarios`` (and so by ``make test``) beside
-#: :data:`DEFAULT_SETS` and :data:`ERA_SETS`; the tests read them by these versions.
+#: ZooKeeper-mode scenarios (:class:`peer.zookeeper.ZkCluster`; Kafka 2.8-3.9): the broker text logs
+#: (``server.log``, ``controller.log``, ``state-change.log``) of the ZooKeeper era, on the last 3.x,
+#: an early one and the last 2.x (2.8.2, :data:`peer.kafka.ZK_ERA_SERVERS`). Built by ``python -m peer
+#: scenarios`` (and so by ``make test``) beside :data:`DEFAULT_SETS` and :data:`ERA_SETS`; the tests
+#: read them by these versions.
 ZK_SETS: dict[str, tuple[str, ...]] = {
     "3.9.2": ("zk_isr",),
     "3.2.3": ("zk_isr",),
+    "2.8.2": ("zk_isr",),
 }
 #: Scenarios of :data:`ZK_SETS` (kept out of :data:`SCENARIOS`, which the default builds cover).
 ZK_SCENARIOS: tuple[str, ...] = ("zk_isr",)

@@ -1,6 +1,6 @@
-"""ZooKeeper-mode clusters on loopback: one ZooKeeper server and Kafka 3.x brokers.
+"""ZooKeeper-mode clusters on loopback: one ZooKeeper server and Kafka 2.8 or 3.x brokers.
 
-The ZooKeeper server runs from the release's own lib (Kafka 3.x ships the ``zookeeper`` jars)
+The ZooKeeper server runs from the release's own lib (Kafka 2.8 and 3.x ship the ``zookeeper`` jars)
 as ``QuorumPeerMain zookeeper.properties``, as ``zookeeper-server-start.sh`` does. Brokers get
 ``broker.id`` and ``zookeeper.connect`` instead of ``process.roles``; there is no format step
 (a ZooKeeper-mode broker writes its ``meta.properties``, version 0, itself). The cluster id is
@@ -14,7 +14,7 @@ directs: ``server.log``, ``controller.log`` (``kafka.controller`` at TRACE),
 
 :class:`ZkCluster` reuses :class:`peer.cluster.Cluster`'s nodes, launch, kill and collect; its
 :meth:`ZkCluster.stop` stops the brokers one at a time (each a controlled shutdown) and then
-ZooKeeper. Only Kafka 3.x runs here (4.0 removed ZooKeeper mode).
+ZooKeeper. Kafka 2.8 and 3.x run here (4.0 removed ZooKeeper mode).
 """
 
 from __future__ import annotations
@@ -116,12 +116,12 @@ def write_shipped_log_config(directory: Path) -> Path:
 
 
 class ZkCluster(Cluster):
-    """One ZooKeeper server and ``brokers`` ZooKeeper-mode brokers on 127.0.0.1 (Kafka 3.x).
+    """One ZooKeeper server and ``brokers`` ZooKeeper-mode brokers on 127.0.0.1 (Kafka 2.8 or 3.x).
 
     Parameters
     ----------
     kafka
-        The release to run (3.x: its lib holds the ZooKeeper server).
+        The release to run (2.8 or 3.x: its lib holds the ZooKeeper server).
     home
         Working directory: ``zookeeper/`` and one ``node-<id>/`` per broker.
     name

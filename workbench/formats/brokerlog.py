@@ -122,7 +122,7 @@ _ZK_SERVER = {"starting": "starting", "started": "started", "shutting down": "st
               "shut down completed": "stopped"}
 # cheap substring gate: a line holding none of these is not read further
 _HINTS = ("ISR", "starts at", "Skipped the become", "hanged partition", "state changed to", "Created log",
-          "elected as", "incremented epoch", "Server", "broker")
+          "elected as", "incremented epoch", "Server")
 
 
 def _ints(text: str | None) -> list[int] | None:
@@ -303,7 +303,7 @@ def read_events(lines: Iterable[str], path: str = "", log: ProblemLog | None = N
     """
     for number, raw in enumerate(lines, 1):
         line = raw.rstrip("\r\n")
-        if not line or line[0] not in "[0123456789":
+        if not line or line[0] not in "[0123456789" or not any(h in line for h in _HINTS):
             continue
         m = _RECORD.match(line)
         if not m:
