@@ -69,10 +69,11 @@ DUMP_TOOL_RELEASES: dict[str, str] = {
     "4.2.0": "2.13",
 }
 #: Older releases run as one KRaft node (broker and controller) to write a metadata log of their
-#: era (``peer.scenarios.idle``): 3.2.3 predates ``metadata.version`` and NoOpRecords (KIP-835
-#: came with 3.3); 3.5.2 writes a NoOpRecord per idle interval (metadata version 3.5-IV2).
+#: era (``peer.scenarios.idle``): 3.1.2 and 3.2.3 predate ``metadata.version`` and NoOpRecords
+#: (KIP-835 came with 3.3); 3.3.2 is the first release with both; 3.5.2 writes a NoOpRecord per idle
+#: interval at metadata version 3.5-IV2.
 #: Fetched by :func:`fetch_era_server`; scenarios of :data:`peer.scenario.ERA_SETS` run on them.
-ERA_SERVERS: tuple[str, ...] = ("3.2.3", "3.5.2")
+ERA_SERVERS: tuple[str, ...] = ("3.1.2", "3.2.3", "3.3.2", "3.5.2")
 #: Older releases run only in ZooKeeper mode (:class:`peer.zookeeper.ZkCluster`), for the scenarios
 #: of :data:`peer.scenario.ZK_SETS`: 2.8.2, the last 2.x (its KRaft mode was early access). Fetched
 #: by :func:`fetch_era_server` like :data:`ERA_SERVERS` (the 2.8 core jar holds ``kafka.Kafka``, the

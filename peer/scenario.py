@@ -57,11 +57,13 @@ DEFAULT_SETS: dict[str, tuple[str, ...]] = {
     "3.9.2": OLDER_SCENARIOS if os.environ.get(OLDER_RELEASE_ENV, "").strip() == "1" else (),
 }
 #: Scenarios built on older releases that are not pinned (:data:`peer.kafka.ERA_SERVERS`, fetched
-#: by :func:`peer.kafka.fetch_era_server`): a metadata log from before NoOpRecords (3.2.3) and one
-#: from after (3.5.2). Built by ``python -m peer scenarios`` (and so by ``make test``) beside
-#: :data:`DEFAULT_SETS`.
+#: by :func:`peer.kafka.fetch_era_server`): metadata logs from before NoOpRecords and
+#: ``metadata.version`` (3.1.2, 3.2.3), of the first release with them (3.3.2) and from after
+#: (3.5.2). Built by ``python -m peer scenarios`` (and so by ``make test``) beside :data:`DEFAULT_SETS`.
 ERA_SETS: dict[str, tuple[str, ...]] = {
+    "3.1.2": ("idle",),
     "3.2.3": ("idle",),
+    "3.3.2": ("idle",),
     "3.5.2": ("idle",),
 }
 #: ZooKeeper-mode scenarios (:class:`peer.zookeeper.ZkCluster`; Kafka 2.8-3.9): the broker text logs

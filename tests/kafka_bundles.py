@@ -21,18 +21,24 @@ from typing import Any
 import pytest
 
 from peer.kafka import DEFAULT_VERSION, VERSIONS
-from peer.scenario import DEFAULT_SETS
+from peer.scenario import DEFAULT_SETS, ERA_SETS, ZK_SETS
 
 #: (Kafka version, scenario) of every bundle the suite reads.
 BUNDLES: list[tuple[str, str]] = [(version, name) for version, names in DEFAULT_SETS.items() for name in names]
+#: (Kafka version, scenario) of the bundles written by older releases (``peer.scenario.ERA_SETS``,
+#: ``peer.scenario.ZK_SETS``): KRaft metadata logs of 3.1-3.5, ZooKeeper-era clusters of 2.8-3.9.
+OLDER_BUNDLES: list[tuple[str, str]] = [(version, name) for sets in (ERA_SETS, ZK_SETS)
+                                        for version, names in sets.items() for name in names]
 #: The pinned releases, newest first.
 PINNED: tuple[str, ...] = tuple(VERSIONS)
 assert DEFAULT_VERSION in PINNED
 
 
-def bundle_params() -> list[Any]:
-    """``pytest.param(version, name, id="<version>-<name>")`` for every bundle."""
-    return [pytest.param(version, name, id=f"{version}-{name}") for version, name in BUNDLES]
+def bundle_params(*, older: bool = False) -> list[Any]:
+    """``pytest.param(version, name, id="<version>-<name>")`` for every bundle; with ``older``, also
+    the bundles of the older releases (:data:`OLDER_BUNDLES`)."""
+    return [pytest.param(version, name, id=f"{version}-{name}")
+            for version, name in (*BUNDLES, *(OLDER_BUNDLES if older else ()))]
 
 
 def manifest(bundle: Path) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """A quiet single-node KRaft cluster: the metadata log an older release writes when idle.
 
-Run on the releases of :data:`peer.scenario.ERA_SETS` (3.2.3, before NoOpRecords; 3.5.2, after)
+Run on the releases of :data:`peer.scenario.ERA_SETS` (3.1.2 and 3.2.3, before NoOpRecords; 3.3.2
+and 3.5.2, after)
 so that the quorum analysis meets the metadata log of each era as Kafka itself wrote it.
 
 Cluster: one node (id 1) with both roles, default ``metadata.max.idle.interval.ms`` (500 ms).

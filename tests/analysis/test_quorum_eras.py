@@ -1,12 +1,13 @@
 """The quorum cadence on metadata logs written by Kafka 3.x releases before and after NoOpRecords.
 
 KIP-835's NoOpRecords came with Kafka 3.3 (metadata version 3.3-IV1). The ``idle`` scenario
-(``peer/scenarios/idle.py``) runs one combined KRaft node of Kafka 3.2.3 (no NoOpRecords, no
-``metadata.version`` at all) and one of Kafka 3.5.2 (a NoOpRecord per 500 ms idle interval), each
-idle for 8 s, then creating a topic, then idle again. The judge is that release's own
-``DumpLogSegments --cluster-metadata-decoder`` output, kept in the bundle: every record the
-workbench decodes, its offset, type and time, and the cadence figures computed from the
-batches Kafka printed.
+(``peer/scenarios/idle.py``) runs one combined KRaft node of each of Kafka 3.1.2 and 3.2.3 (no
+NoOpRecords, no ``metadata.version`` at all), 3.3.2 (the first with both) and 3.5.2 (a NoOpRecord
+per 500 ms idle interval), each idle for 8 s, then creating a topic, then idle again. The judge
+is that release's own ``DumpLogSegments --cluster-metadata-decoder`` output, kept in the bundle:
+every record the workbench decodes, its offset, type and time, and the cadence figures computed
+from the batches Kafka printed; the ISR area's partition states are held against the same dump and
+the release's own ``kafka-topics --describe``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ import pytest
 
 import workbench
 from peer.scenario import ERA_SETS
-from workbench.analysis import quorum
+from peer.scenarios import idle
+from tests.kafka_bundles import candidate_views, dumped_final_states
+from workbench.analysis import isr, quorum
+from workbench.formats.tooltext import parse_topics_describe
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -87,8 +91,8 @@ def test_before_noop_records_the_absence_is_stated_and_no_stall_is_claimed(era):
     noops = int((records["type"] == "NO_OP_RECORD").sum())
     assert result.writing.noop_records == noops
     found = quorum.findings_for(tables).toPandas()
-    if version.startswith("3.2."):
-        # Kafka 3.2 writes no NoOpRecord and no metadata.version: the idle seconds are silent
+    if tuple(int(n) for n in version.split(".")[:2]) < (3, 3):
+        # Kafka 3.1 and 3.2 write no NoOpRecord and no metadata.version: the idle seconds are silent
         assert noops == 0 and result.writing.metadata_level is None and not result.writing.writes_noops
         assert batches["time_ms"].diff().max() > 4 * quorum.DEFAULT_IDLE_MS  # a silent gap, not a stall
         (note,) = found[found["kind"] == "no_noop_records"]["summary"]
@@ -109,3 +113,20 @@ def test_before_noop_records_the_absence_is_stated_and_no_stall_is_claimed(era):
     assert "commit_stall" not in set(found["kind"]) and "node_behind" not in set(found["kind"])
     (epoch,) = result.timeline.toPandas().to_dict("records")
     assert epoch["leader"] == 1 and epoch["epoch"] == 1
+
+
+def test_the_isr_area_reads_the_era_log_as_the_release_does(era):
+    version, path, tables, _ = era
+    states = isr.states_for(tables, {}).toPandas()
+    final = states[states["end_reason"] == "log_end"]
+    ours = {(r.topic_id, int(r.partition)): (int(r.leader), sorted(r.isr)) for r in final.itertuples()}
+    assert ours == dumped_final_states(path), version   # each partition's last state, as Kafka's dump leaves it
+    manifest = json.loads((path / "manifest.json").read_text("utf-8"))
+    (describe,) = [t for t in manifest["tools"] if "--describe" in t["args"]]
+    parsed = parse_topics_describe((path / describe["file"]).read_text("utf-8"))
+    assert not parsed.problems and len(parsed.partitions) == idle.PARTITIONS
+    shown = {(p["topic"], p["partition"]): (p["leader"], sorted(p["replicas"]), sorted(p["isr"]))
+             for p in parsed.partitions}
+    views = candidate_views(states, describe["t_ms"], manifest["events"][-1]["t_ms"])
+    assert any({k: (v[0], sorted(v[1]), sorted(v[2])) for k, v in view.items()} == shown for view in views), \
+        f"{version}: kafka-topics shows {shown}; computed states in its window: {views}"
