@@ -185,6 +185,37 @@ def test_clusters_whose_node_ids_repeat_are_kept_apart(tmp_path):
     assert bundle.node_clusters() == {2: "east-id"}  # node id 1 names a node of each cluster
 
 
+def test_log_dirs_without_meta_properties_are_numbered_from_their_paths(tmp_path):
+    """Very old releases wrote no ``meta.properties``, and copies leave it out: each such log dir is
+    one node, numbered by the number its path ends a name with, else the smallest id no node has."""
+    def log_dir(rel: str, meta: str | None = None) -> None:
+        (tmp_path / rel / "orders-0").mkdir(parents=True)
+        (tmp_path / rel / "orders-0" / "00000000000000000000.log").write_bytes(b"")
+        (tmp_path / rel / "recovery-point-offset-checkpoint").write_text("0\n1\norders 0 0\n")
+        if meta is not None:
+            (tmp_path / rel / "meta.properties").write_text(meta)
+
+    log_dir("kafka-logs-2")
+    log_dir("broker5/data")
+    log_dir("tmp/kafka-logs")                        # no number: the smallest free id
+    log_dir("kafka1/data", "broker.id=1\nversion=0\n")  # named by its meta.properties
+    log_dir("copies/kafka-logs-1")                   # 1 is kafka1's: the next free id
+    (tmp_path / "server.log").write_text("")
+    bundle = open_bundle(tmp_path)
+    assert bundle.path_nodes == {"kafka-logs-2": 2, "broker5/data": 5, "tmp/kafka-logs": 0,
+                                 "copies/kafka-logs-1": 3}
+    got = {a.path: a.node_id for a in bundle.artifacts}
+    assert got["broker5/data/orders-0/00000000000000000000.log"] == 5
+    assert got["broker5/data/recovery-point-offset-checkpoint"] == 5
+    assert got["kafka1/data/orders-0/00000000000000000000.log"] == 1
+    assert got["copies/kafka-logs-1/orders-0/00000000000000000000.log"] == 3
+    assert got["server.log"] == -1                     # beside the nodes, nobody's
+    assert bundle.node_ids == [-1, 0, 1, 2, 3, 5]
+    alone = tmp_path / "kafka-logs-4"                  # the bundle is the log dir itself
+    shutil.copytree(tmp_path / "kafka-logs-2", alone)
+    assert open_bundle(alone).path_nodes == {".": 4}
+
+
 def test_node_configuration_and_log4j_files(tmp_path):
     """What an incident bundle carries besides log dirs: properties files and log4j output."""
     make_tree(tmp_path)

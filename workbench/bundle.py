@@ -99,6 +99,9 @@ class Bundle:
     _clusters: dict[int, str] | None = field(default=None, repr=False, compare=False)
     #: the extraction directory this bundle owns (an archive opened without ``extract_to``)
     owned_dir: Path | None = field(default=None, repr=False, compare=False)
+    #: log dirs without ``meta.properties`` (very old releases, a copy that left it out), each with
+    #: the node id discovery gave it from its path (:func:`_number_unnamed_log_dirs`)
+    path_nodes: dict[str, int] = field(default_factory=dict)
 
     def close(self) -> None:
         """Remove the directory an archive was extracted into, if the bundle owns one; idempotent.
@@ -285,6 +288,7 @@ def _discover(root: Path) -> Bundle:
             artifacts.append(_classify(root, file, node_cache))
         except OSError as exc:
             problems.append(Problem(str(file), 0, "unreadable", str(exc)))
+    artifacts, path_nodes = _number_unnamed_log_dirs(root, artifacts)
     artifacts = _assign_clusters(root, artifacts)
     manifest = None
     manifest_path = root / "manifest.json"
@@ -298,7 +302,7 @@ def _discover(root: Path) -> Bundle:
                                     f"manifest.json holds a JSON {type(manifest).__name__}, expected an object; "
                                     "ignored"))
             manifest = None
-    return Bundle(root=root, artifacts=artifacts, manifest=manifest, problems=problems)
+    return Bundle(root=root, artifacts=artifacts, manifest=manifest, problems=problems, path_nodes=path_nodes)
 
 
 #: ``zipfile`` compression methods Python can read (stored, deflate, bzip2, lzma).
@@ -618,6 +622,71 @@ def _assign_clusters(root: Path, artifacts: list[Artifact]) -> list[Artifact]:
                 break
         out.append(replace(a, cluster_id=cluster or None) if cluster else a)
     return out
+
+
+_TRAILING_NUMBER_RE = re.compile(r"(\d+)$")
+#: Files only a partition directory holds: their grandparent is a log dir.
+_PARTITION_FILE_KINDS = frozenset({"segment", "offset_index", "time_index", "txn_index", "producer_snapshot",
+                                   "snapshot", "partition_metadata", "leader_epoch_checkpoint"})
+#: Files a bundle holds beside its nodes, never a node's own.
+_NOT_IN_LOG_DIRS = frozenset({"dump_text", "tool_output", "metrics", "manifest", "server_log",
+                              "server_properties"})
+
+
+def path_number(bundle_name: str, log_dir: str) -> int | None:
+    """The number a log dir's path ends a name with, nearest first (``bundle_name`` last).
+
+    Examples
+    --------
+    >>> path_number("incident", "kafka3/data"), path_number("kafka-logs-2", "."), path_number("b", "data")
+    (3, 2, None)
+    """
+    names = [*reversed(PurePosixPath(log_dir).parts), bundle_name]
+    return next((int(m.group(1)) for n in names if (m := _TRAILING_NUMBER_RE.search(n))), None)
+
+
+def _number_unnamed_log_dirs(root: Path, artifacts: list[Artifact]) -> tuple[list[Artifact], dict[str, int]]:
+    """Node ids for log dirs that no ``meta.properties`` or ``nodes/<id>`` directory names.
+
+    A log dir is the directory holding partition directories (``orders-0/``) or the log dir's own
+    checkpoint files. Its node is the number its path ends a name with, nearest first
+    (``kafka-logs-2`` -> 2, ``kafka3/data`` -> 3, the bundle's own name when the bundle is the log
+    dir); a number another node's log dir already has, or none at all, gives the smallest id no
+    node has.
+    Returns the artifacts, those under such a log dir renumbered, and ``{log dir: node id}``.
+    """
+    unnamed: set[PurePosixPath] = set()
+    for a in artifacts:
+        if a.node_id >= 0:
+            continue
+        path = PurePosixPath(a.path)
+        if a.kind in _PARTITION_FILE_KINDS:
+            unnamed.add(path.parent.parent)
+        elif a.kind == "text_checkpoint":
+            unnamed.add(path.parent)
+    if not unnamed:
+        return artifacts, {}
+    # ids of nodes with a log dir of their own (a nodes/<id>/config beside kafka-logs-<id> is that node)
+    taken = {a.node_id for a in artifacts if a.node_id >= 0 and a.kind in (*_PARTITION_FILE_KINDS, "meta_properties")}
+    numbered: dict[PurePosixPath, int] = {}
+    in_order = sorted(unnamed, key=lambda d: (len(d.parts), str(d)))
+    for log_dir in in_order:   # first the numbers paths give, then the free ids for the others
+        wanted = path_number(root.name, str(log_dir))
+        if wanted is not None and wanted not in taken and wanted < 2**31:
+            taken.add(wanted)
+            numbered[log_dir] = wanted
+    for log_dir in in_order:
+        if log_dir not in numbered:
+            numbered[log_dir] = min(set(range(len(taken) + 1)) - taken)
+            taken.add(numbered[log_dir])
+    out = []
+    for a in artifacts:
+        if a.node_id < 0 and a.kind not in _NOT_IN_LOG_DIRS:
+            here = next((numbered[d] for d in PurePosixPath(a.path).parents if d in numbered), None)
+            if here is not None:
+                a = replace(a, node_id=here)
+        out.append(a)
+    return out, {str(d): n for d, n in numbered.items()}
 
 
 def _node_of(root: Path, file: Path, cache: dict[Path, int]) -> int:

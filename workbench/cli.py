@@ -119,11 +119,18 @@ def _inspect(args: argparse.Namespace, bundle: Any, scanned: list) -> int:
     for a in bundle.of_kind("meta_properties"):
         key = ((bundle.cluster_of(a) or "") if several and a.node_id >= 0 else "", a.node_id)
         named_by.setdefault(key, []).append(a.path)
+    from workbench.bundle import path_number
+
+    by_path = {node: log_dir for log_dir, node in bundle.path_nodes.items()}
     for key in sorted(per_node):
         cluster, node = key
         label = f"node {node}" if node >= 0 else "outside node dirs"
         label += f" of {cluster}" if cluster else ""
         label += f" ({', '.join(named_by[key])})" if node >= 0 and key in named_by else ""
+        if node in by_path and key not in named_by:
+            how = ("numbered from its path" if path_number(bundle.root.name, by_path[node]) == node
+                   else "its path gives no free number, numbered by discovery")
+            label += f" ({by_path[node]}: no meta.properties, {how})"
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(per_node[key].items()))
         print(f"  {label}: {sizes[key]:,} bytes; {kinds}")
     topics = sorted({(a.topic, a.partition) for a in bundle.artifacts if a.topic is not None},

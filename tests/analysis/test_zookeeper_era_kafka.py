@@ -12,6 +12,9 @@ to ``server.log``, ``state-change.log`` and ``controller.log``.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -118,4 +121,39 @@ def test_consumer_lag_equals_kafka_consumer_groups_at_every_capture(analysed):
     path, manifest, *_, tables = analysed
     mine, want = lag_beside_captures(tables, path, manifest)
     assert want.path.nunique() == 2 and set(want.group) == {"zk-reader"} and (want.lag > 0).any()
+    pd.testing.assert_frame_equal(mine, want, check_dtype=False)
+
+
+def test_data_dirs_without_meta_properties_are_numbered_from_their_paths(analysed, spark, tmp_path):
+    """The same cluster copied as people copy very old data dirs: no ``meta.properties``, each log dir
+    at the top as ``kafka-logs-<n>``; every file keeps its node, the answers stay the same."""
+    path, manifest, _states, frame, _ = analysed
+    copy = tmp_path / "incident"
+    shutil.copytree(path, copy, ignore=shutil.ignore_patterns("meta.properties"))
+    nodes = sorted(int(p.name) for p in (path / "nodes").iterdir() if (p / "logs").is_dir())
+    for n in nodes:
+        (copy / "nodes" / str(n) / "logs").rename(copy / f"kafka-logs-{n}")
+    bundle = workbench.open_bundle(copy)
+    assert bundle.path_nodes == {f"kafka-logs-{n}": n for n in nodes}
+    def moved(rel: str) -> str:
+        for n in nodes:
+            if rel.startswith(f"nodes/{n}/logs/"):
+                return f"kafka-logs-{n}/" + rel[len(f"nodes/{n}/logs/"):]
+        return rel
+
+    before = {moved(a.path): a.node_id for a in workbench.open_bundle(path).artifacts if a.kind != "meta_properties"}
+    assert {a.path: a.node_id for a in bundle.artifacts} == before
+    shown = subprocess.run([sys.executable, "-m", "workbench", "inspect", str(copy)], capture_output=True,
+                           text=True, timeout=120, check=True).stdout
+    for n in nodes:
+        assert f"node {n} (kafka-logs-{n}: no meta.properties, numbered from its path)" in shown, shown
+
+    tables = workbench.load(bundle, spark)
+    states = isr.states_for(tables, {}).toPandas()
+    assert set(states.cluster_id) == {None}   # no meta.properties: no cluster id, one cluster all the same
+    key = ["topic", "partition", "start"]
+    pd.testing.assert_frame_equal(states.drop(columns="cluster_id").sort_values(key).reset_index(drop=True),
+                                  frame.drop(columns="cluster_id").sort_values(key).reset_index(drop=True))
+    mine, want = lag_beside_captures(tables, copy, manifest)
+    assert len(want) > 0
     pd.testing.assert_frame_equal(mine, want, check_dtype=False)

@@ -42,6 +42,8 @@ STATE_KINDS = {"partition_state": 0, "replica_offline": 0, "isr_updated": 1, "le
                "follower_kept": 2}
 #: Path of the rows :func:`text_log_records` writes (the ``metadata`` table's ``path``).
 TEXT_LOG_PATH = "text logs"
+#: The cluster id nodes without one (no ``meta.properties``) share while the history is built.
+NO_CLUSTER = ""
 
 
 def text_log_clusters(bundle: Bundle) -> list[str | None]:
@@ -74,6 +76,8 @@ def text_log_records(events: DataFrame, clusters: list[str | None] | None = None
         known = [c for c in clusters if c is not None]
         wanted = F.col("cluster_id").isin(known) if known else F.lit(False)
         ev = ev.where(wanted | F.col("cluster_id").isNull() if None in clusters else wanted)
+    # nodes of no known cluster (no meta.properties) are one cluster: "" while joining, null again at the end
+    ev = ev.withColumn("cluster_id", F.coalesce(F.col("cluster_id"), F.lit(NO_CLUSTER)))
     rank = F.lit(None).cast("int")
     for kind, order in STATE_KINDS.items():
         rank = F.when(F.col("kind") == kind, F.lit(order)).otherwise(rank)
@@ -131,7 +135,9 @@ def text_log_records(events: DataFrame, clusters: list[str | None] | None = None
                                                      "broker_id")
     rows = rows.withColumn("offset", (F.row_number().over(order) - 1).cast("long"))
     out = rows.select(
-        F.lit(-1).alias("node_id"), "cluster_id", F.lit(TEXT_LOG_PATH).alias("path"),
+        F.lit(-1).alias("node_id"),
+        F.when(F.col("cluster_id") != NO_CLUSTER, F.col("cluster_id")).alias("cluster_id"),
+        F.lit(TEXT_LOG_PATH).alias("path"),
         F.lit("segment").alias("file_kind"), F.lit(0).cast("long").alias("file_offset"), "offset",
         F.col("time").alias("timestamp"), F.lit(False).alias("is_control"), "record_type",
         F.when(F.col("record_type").isin("TopicRecord", "PartitionRecord", "PartitionChangeRecord"),
