@@ -80,6 +80,25 @@ if quorum_data:
          report=inv.report)
 
 # %% [markdown]
+# ## Metadata apply lag (KIP-835)
+#
+# How long ago each node applied its last metadata record, computed from the log (the append time of
+# the record at the node's applied offset; line) beside Kafka's own `LastAppliedRecordLagMs` /
+# `last-applied-record-lag-ms` at the same samples (open markers). The table lists the samples where
+# they differ, with how long before and after each sample the leader appended a record: a gauge read
+# while a record is applied moves by up to one idle interval.
+
+# %%
+if quorum_data:
+    apply_lag_pd = quorum_result.apply_lag.toPandas()
+    if apply_lag_pd.empty:
+        display(HTML("<p>The bundle exported no LastAppliedRecordLagMs gauge: the apply lag is not compared.</p>"))
+    else:
+        quorum_view.figure_apply_lag(apply_lag_pd, start=start, end=end).show()
+        display(HTML(table_html(apply_lag_pd[~apply_lag_pd["agrees"]], limit=50,
+                                empty="Computed and reported apply lag agree at every sample.")))
+
+# %% [markdown]
 # ## Leaders and epochs
 #
 # One row per leader epoch: who led, from when, elected by which voters, and which sources say so.

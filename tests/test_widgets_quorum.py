@@ -10,7 +10,13 @@ import pandas as pd
 import pytest
 
 from widgets.linking import TimeWindow, view_factories
-from widgets.quorum import QuorumDivergence, figure_batch_sizes, figure_quorum_divergence, figure_raft_latencies
+from widgets.quorum import (
+    QuorumDivergence,
+    figure_apply_lag,
+    figure_batch_sizes,
+    figure_quorum_divergence,
+    figure_raft_latencies,
+)
 from workbench.errors import ConfigError
 
 DAY = "2026-11-21 "
@@ -181,13 +187,14 @@ LATENCY_KEYS = ["node_id", "source", "time"]
 
 @pytest.fixture(scope="module")
 def quorum_frames(spark, kafka_bundle):
-    """The latencies and batch sizes of the real quorum scenario's analysis, as the notebook takes them."""
+    """The latencies, batch sizes and apply lag of the real quorum scenario's analysis, as the notebook
+    takes them."""
     import workbench
     from workbench.analysis import quorum
 
     tables = workbench.load(workbench.open_bundle(Path(kafka_bundle("quorum"))), spark)
     result = quorum.analyse(tables)
-    return result.latencies.toPandas(), result.batch_sizes.toPandas()
+    return result.latencies.toPandas(), result.batch_sizes.toPandas(), result.apply_lag.toPandas()
 
 
 def latencies_drawn(fig) -> pd.DataFrame:
@@ -213,7 +220,7 @@ def test_latency_traces_are_exactly_kafkas_gauges_per_node_and_source(quorum_fra
     """Every sample of every node and source with a latency is drawn at its time with Kafka's value; a
     NaN Kafka reported (a follower's commit latency) is a gap in the line; a node and source that never
     reported a value of a statistic has no trace of it."""
-    latencies, _ = quorum_frames
+    latencies, *_ = quorum_frames
     columns = [column for column, _ in LATENCY_TRACES.values()]
     assert not latencies.empty and latencies["commit_latency_max_ms"].isna().any()
     fig = figure_raft_latencies(latencies)
@@ -236,7 +243,7 @@ def test_latency_traces_are_exactly_kafkas_gauges_per_node_and_source(quorum_fra
 
 @pytest.mark.spark
 def test_latency_window_keeps_the_samples_around_it(quorum_frames) -> None:
-    latencies, _ = quorum_frames
+    latencies, *_ = quorum_frames
     times = latencies["time"].sort_values().reset_index(drop=True)
     lo, hi = times.iloc[len(times) // 3], times.iloc[len(times) // 2]
     fig = figure_raft_latencies(latencies, start=lo, end=hi)
@@ -273,7 +280,7 @@ def batches_drawn(fig) -> pd.DataFrame:
 
 @pytest.mark.spark
 def test_batch_size_traces_are_the_frames_windows_one_per_source(quorum_frames) -> None:
-    _, sizes = quorum_frames
+    _, sizes, _ = quorum_frames
     assert not sizes.empty
     fig = figure_batch_sizes(sizes)
     sources = sizes[["source", "node_id"]].drop_duplicates()
@@ -308,7 +315,7 @@ def test_batch_sizes_put_the_log_first_and_each_broker_beside_it() -> None:
 
 @pytest.mark.spark
 def test_empty_latencies_and_batch_sizes_say_so(quorum_frames) -> None:
-    latencies, sizes = quorum_frames
+    latencies, sizes, lag = quorum_frames
     fig = figure_raft_latencies(latencies.iloc[0:0])
     assert not fig.data and "exported no raft-metrics" in fig.layout.annotations[0].text
     unreported = latencies.assign(**{column: float("nan") for column, _ in LATENCY_TRACES.values()})
@@ -318,6 +325,34 @@ def test_empty_latencies_and_batch_sizes_say_so(quorum_frames) -> None:
     assert not fig.data and "No metadata batch" in fig.layout.annotations[0].text
     with pytest.raises(ConfigError, match="commit_latency_max_ms"):
         figure_raft_latencies(latencies.drop(columns=["commit_latency_max_ms"]))
+    fig = figure_apply_lag(lag.iloc[0:0])
+    assert not fig.data and "no LastAppliedRecordLagMs" in fig.layout.annotations[0].text
+
+
+@pytest.mark.spark
+def test_apply_lag_draws_the_computed_and_kafkas_lag_of_every_sample(quorum_frames) -> None:
+    """Per node and source, a line of the lag computed from the log and markers of Kafka's gauge, at
+    every sample of the frame: read back from the figure, the frame's three columns."""
+    *_, lag = quorum_frames
+    fig = figure_apply_lag(lag)
+    parts = []
+    for line, marks in zip(fig.data[::2], fig.data[1::2], strict=True):
+        name = line.name.removesuffix(" · from the log")
+        assert marks.name == f"{name} · Kafka's" and list(marks.x) == list(line.x)
+        node, source = name.split(" · ")
+        parts.append(pd.DataFrame({"node_id": int(node.removeprefix("node ")), "source": source,
+                                   "time": pd.to_datetime(list(line.x)), "lag_ms": list(line.y),
+                                   "reported_lag_ms": list(marks.y)}))
+    drawn = pd.concat(parts, ignore_index=True)
+    want = lag[["node_id", "source", "time", "lag_ms", "reported_lag_ms"]].sort_values(["node_id", "source", "time"])
+    pd.testing.assert_frame_equal(drawn, want.reset_index(drop=True), check_dtype=False)
+    assert len(drawn) > 100 and drawn.source.nunique() == 2
+    hover = [c for line in fig.data[::2] for c in line.customdata]
+    assert [(c[4], c[5]) for c in hover] == [(str(int(a)), str(int(b))) for a, b in zip(
+        want.lag_ms, want.reported_lag_ms, strict=True)]
+    middle = lag.time.sort_values().iloc[len(lag) // 2]
+    windowed = figure_apply_lag(lag, start=str(middle), end=str(middle + pd.Timedelta(seconds=5)))
+    assert sum(len(t.x) for t in windowed.data) < sum(len(t.x) for t in fig.data)
 
 
 def test_the_report_figure_is_the_divergence_over_the_shared_window_whatever_the_controls() -> None:

@@ -242,6 +242,20 @@ def _y(values: pd.Series) -> list[float | None]:
     return [None if pd.isna(v) else float(v) for v in values]
 
 
+def _per_node_samples(samples: pd.DataFrame, start: TimeLike, end: TimeLike) -> tuple[
+        pd.DataFrame, pd.Timestamp | None, pd.Timestamp | None, dict[int, str]]:
+    """A node's samples in time order, cut to the window (with the sample before and after it),
+    the window, and a colour per node."""
+    frame = samples[samples["node_id"].notna()].copy()
+    frame["time"] = utc_naive(frame["time"])
+    frame = frame.sort_values(["node_id", "source", "time"], kind="stable")
+    lo, hi = time_window(start, end)
+    frame = _around(frame, lo, hi)
+    palette = plotly.colors.qualitative.Plotly
+    color = {n: palette[i % len(palette)] for i, n in enumerate(sorted({int(n) for n in frame["node_id"]}))}
+    return frame, lo, hi, color
+
+
 def figure_raft_latencies(latencies: pd.DataFrame, *, start: TimeLike = None, end: TimeLike = None) -> go.Figure:
     """Kafka's own commit latency (top) and election latency (bottom) per node, as scraped.
 
@@ -275,19 +289,12 @@ def figure_raft_latencies(latencies: pd.DataFrame, *, start: TimeLike = None, en
     """
     require_columns(latencies, LATENCY_COLUMNS, "raft latencies frame")
     title = "Commit and election latency per node (Kafka's raft-metrics)"
-    frame = latencies[latencies["node_id"].notna()].copy()
-    frame["time"] = utc_naive(frame["time"])
-    frame = frame.sort_values(["node_id", "source", "time"], kind="stable")
-    lo, hi = time_window(start, end)
-    frame = _around(frame, lo, hi)
+    frame, lo, hi, color = _per_node_samples(latencies, start, end)
     if frame.empty:
         return empty_figure(title, "The bundle exported no raft-metrics for this window (commit and election "
                                    "latency are Kafka's own gauges; the metadata log holds none).")
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=[panel for panel, _ in LATENCY_PANELS])
-    palette = plotly.colors.qualitative.Plotly
-    node_ids = sorted({int(n) for n in frame["node_id"]})
-    color = {n: palette[i % len(palette)] for i, n in enumerate(node_ids)}
     groups = list(frame.groupby(["node_id", "source"], sort=True))
     for row, (_, columns) in enumerate(LATENCY_PANELS, start=1):
         for column, label in columns:
@@ -309,6 +316,68 @@ def figure_raft_latencies(latencies: pd.DataFrame, *, start: TimeLike = None, en
     fig.update_xaxes(type="date")
     fig.update_xaxes(title_text="time (UTC)", row=2, col=1)
     fig.update_yaxes(rangemode="tozero")
+    return _framed(fig, lo, hi, frame["time"].min(), frame["time"].max())
+
+
+#: Columns :func:`figure_apply_lag` reads (``apply_lag(...).toPandas()``).
+APPLY_LAG_COLUMNS: tuple[str, ...] = ("node_id", "source", "time", "offset", "lag_ms", "reported_lag_ms",
+                                      "difference_ms")
+_APPLY_HOVER = ("<b>node %{customdata[0]}</b> · %{customdata[1]}<br>%{customdata[2]}<br>applied offset "
+                "%{customdata[3]}<br>from the log %{customdata[4]} ms · Kafka's %{customdata[5]} ms<extra></extra>")
+
+
+def _ms_text(value: Any) -> str:
+    return "n/a" if value is None or pd.isna(value) else str(int(value))
+
+
+def figure_apply_lag(lag: pd.DataFrame, *, start: TimeLike = None, end: TimeLike = None) -> go.Figure:
+    """KIP-835's applied-record lag per node: computed from the metadata log (line) beside Kafka's
+    own ``LastAppliedRecordLagMs`` at the same samples (markers).
+
+    Parameters
+    ----------
+    lag : pandas.DataFrame
+        ``apply_lag(...).toPandas()`` (:data:`APPLY_LAG_COLUMNS`).
+    start, end : str, datetime or Timestamp, optional
+        Time window (UTC when naive), as in :func:`figure_raft_latencies`.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Per (node, source), a line ``node <id> · <source> · from the log`` and a marker trace
+        ``node <id> · <source> · Kafka's``.
+
+    Examples
+    --------
+    >>> lag = pd.DataFrame({"node_id": [1, 1], "source": "jmxtool", "offset": [7, 8],
+    ...     "time": pd.to_datetime(["2026-01-01 03:00:00", "2026-01-01 03:00:01"]),
+    ...     "lag_ms": [120, 40], "reported_lag_ms": [118, 39], "difference_ms": [-2, -1]})
+    >>> fig = figure_apply_lag(lag)
+    >>> [t.name for t in fig.data], list(fig.data[0].y), list(fig.data[1].y)
+    (['node 1 · jmxtool · from the log', "node 1 · jmxtool · Kafka's"], [120.0, 40.0], [118.0, 39.0])
+    """
+    require_columns(lag, APPLY_LAG_COLUMNS, "apply lag frame")
+    title = "Metadata apply lag per node: from the log beside Kafka's LastAppliedRecordLagMs"
+    frame, lo, hi, color = _per_node_samples(lag, start, end)
+    if frame.empty:
+        return empty_figure(title, "The bundle exported no LastAppliedRecordLagMs gauge for this window.")
+    fig = go.Figure()
+    for (node, source), part in frame.groupby(["node_id", "source"], sort=True):
+        times = [format_time(t) for t in part["time"]]
+        custom = [[int(node), plotly_text(str(source)), short_time(r.time), int(r.offset), _ms_text(r.lag_ms),
+                   _ms_text(r.reported_lag_ms)] for r in part.itertuples(index=False)]
+        name = f"node {int(node)} · {plotly_text(str(source))}"
+        fig.add_trace(go.Scatter(name=f"{name} · from the log", x=times, y=_y(part["lag_ms"]), mode="lines",
+                                 line={"color": color[int(node)], "shape": "linear"}, customdata=custom,
+                                 hovertemplate=_APPLY_HOVER, legendgroup=name))
+        fig.add_trace(go.Scatter(name=f"{name} · Kafka's", x=times, y=_y(part["reported_lag_ms"]), mode="markers",
+                                 marker={"color": color[int(node)], "size": 6,
+                                         "symbol": _SOURCE_SYMBOLS.get(str(source), "circle") + "-open"},
+                                 customdata=custom, hovertemplate=_APPLY_HOVER, legendgroup=name))
+    fig.update_layout(title=title, height=420, margin={"l": 10, "r": 10, "t": 70, "b": 40},
+                      legend={"title": {"text": "node · source"}}, hovermode="closest")
+    fig.update_xaxes(type="date", title_text="time (UTC)")
+    fig.update_yaxes(rangemode="tozero", title_text="lag (ms)")
     return _framed(fig, lo, hi, frame["time"].min(), frame["time"].max())
 
 

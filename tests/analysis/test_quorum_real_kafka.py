@@ -319,6 +319,35 @@ def test_applied_offsets_are_within_one_sample_of_the_log_and_their_times_are_ka
     assert exact >= 0.9 * dated, (exact, dated)
 
 
+def test_apply_lag_from_the_log_is_kafkas_last_applied_record_lag_away_from_changes(analysed):
+    # KIP-835's LastAppliedRecordLagMs is "now" less the last applied record's time: computed from
+    # the log at each JmxTool sample, it is Kafka's own figure wherever no record was applied while
+    # JmxTool read the gauges and the node was not frozen (its reads then block until it resumes)
+    _tables, result, frames, manifest = analysed
+    lag = result.apply_lag.toPandas()
+    metrics = frames["metrics"]
+    kafka = (metrics[metrics.name.isin(quorum.LAG_GAUGES)].dropna(subset=["value"])
+             .rename(columns={"timestamp": "time", "value": "kafka_ms"})[["node_id", "time", "kafka_ms"]])
+    mine = lag[lag.source == "jmxtool"].merge(kafka, on=["node_id", "time"], how="left")
+    assert mine.kafka_ms.notna().all() and (mine.reported_lag_ms == mine.kafka_ms).all()
+    assert set(mine.node_id) == {1, 2, 3, 4, 5} and set(mine.role) == {"controller", "broker"}
+    appended = sorted(ms(t) for t in frames["appends"].time)
+    stopped = pauses(manifest)
+    judged = 0
+    for r in mine.itertuples(index=False):
+        t = ms(r.time)
+        if any(node == r.node_id and paused - SAMPLE_MS <= t <= resumed + 2 * SAMPLE_MS
+               for node, _role, paused, resumed in stopped):
+            continue
+        i = bisect.bisect_left(appended, t - CLOCK_MS)
+        if (i < len(appended) and appended[i] <= t + CLOCK_MS) or not r.caught_up:
+            continue   # a record applied while the gauges were read, or the node still applying
+        assert abs(r.kafka_ms - r.lag_ms) <= CLOCK_MS, r
+        judged += 1
+    assert judged >= 50, judged
+    assert mine[mine.agrees].shape[0] >= 0.8 * len(mine), mine[~mine.agrees]
+
+
 def test_describe_replication_log_ends_match_the_log(analysed):
     _tables, _result, frames, _m = analysed
     appends, repl = frames["appends"], frames["replication"]

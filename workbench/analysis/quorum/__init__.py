@@ -26,6 +26,8 @@ result):
   every source the bundle has (scraped KIP-835 and raft gauges, ``describe --replication``
   captures, snapshots, each replica's own log end), each with the leader's log end at that moment,
   the offset lag and the time lag;
+* :func:`apply_lag` — KIP-835's ``LastAppliedRecordLagMs`` computed from the log at each sample of
+  Kafka's own, beside it, with what explains a difference;
 * :func:`divergence_episodes` — one row per episode during which a node was behind the log;
 * :func:`fence_events` — one row per broker registration, fence, unfence or controlled shutdown
   of the metadata log, with the divergence episode it falls in;
@@ -98,12 +100,15 @@ from workbench.analysis.quorum.leaders import (
 )
 from workbench.analysis.quorum.positions import (
     ANSWER_SLACK_MS,
+    APPLY_LAG_AGREE_MS,
+    APPLY_LAG_COLUMNS,
     GAP_INTERVALS,
     LAG_GAUGES,
     MIN_GAP_MS,
     OFFSET_GAUGES,
     OFFSETS_COLUMNS,
     TIME_GAUGES,
+    apply_lag,
     node_offsets,
     offset_times,
 )
@@ -117,7 +122,8 @@ __all__ = [
     "METADATA_VERSIONS", "APPENDS_COLUMNS", "STALLS_COLUMNS", "log_appends", "metadata_version_levels", "NoOpWriting",
     "noop_writing", "cadence", "stalls", "TIMELINE_COLUMNS", "voter_changes", "leader_timeline", "FENCE_COLUMNS",
     "broker_changes", "fence_events", "node_roles", "OFFSET_GAUGES", "TIME_GAUGES", "LAG_GAUGES", "GAP_INTERVALS",
-    "MIN_GAP_MS", "ANSWER_SLACK_MS", "OFFSETS_COLUMNS", "offset_times", "node_offsets", "POSITION_KINDS",
+    "MIN_GAP_MS", "ANSWER_SLACK_MS", "OFFSETS_COLUMNS", "offset_times", "node_offsets",
+    "APPLY_LAG_COLUMNS", "APPLY_LAG_AGREE_MS", "apply_lag", "POSITION_KINDS",
     "EPISODES_COLUMNS", "divergence_episodes", "BATCH_SIZE_COLUMNS", "batch_sizes", "RAFT_GAUGES", "raft_latencies",
     "findings", "QuorumAnalysis", "analyse", "findings_for", "area_findings", "unexplained_stalls", "view_frames",
     "key_figures", "QuorumScope", "quorum_scope",

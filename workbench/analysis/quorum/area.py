@@ -24,7 +24,7 @@ from workbench.analysis.quorum.brokers import fence_events, node_roles
 from workbench.analysis.quorum.episodes import divergence_episodes
 from workbench.analysis.quorum.kafka import batch_sizes, raft_latencies
 from workbench.analysis.quorum.leaders import leader_timeline, voter_changes
-from workbench.analysis.quorum.positions import node_offsets
+from workbench.analysis.quorum.positions import apply_lag, node_offsets
 from workbench.analysis.quorum.verdicts import findings
 
 if TYPE_CHECKING:
@@ -49,6 +49,7 @@ class QuorumAnalysis:
     batch_sizes: DataFrame
     missing: tuple[str, ...]
     restarts: DataFrame | None = None
+    apply_lag: DataFrame | None = None
 
 
 def _has_rows(frame: DataFrame | None) -> bool:
@@ -118,7 +119,7 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> QuorumAnaly
         fences=fence_events(metadata, episodes), voters=voter_changes(metadata),
         latencies=raft_latencies(scope.only(tables.metrics)),
         batch_sizes=batch_sizes(appends, scope.only(tables.metrics)),
-        missing=tuple(missing), restarts=scope.only(restarts_for(tables)))
+        missing=tuple(missing), restarts=scope.only(restarts_for(tables)), apply_lag=apply_lag(offsets, appends))
     cache[key] = result
     return result
 

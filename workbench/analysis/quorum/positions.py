@@ -327,3 +327,58 @@ def node_offsets(appends: DataFrame, *, metrics: DataFrame | None = None, replic
     else:
         out = out.withColumn("role", F.lit(None).cast("string"))
     return out.select(*OFFSETS_COLUMNS).orderBy("node_id", "time", "source", "kind")
+
+
+#: Columns of :func:`apply_lag`.
+APPLY_LAG_COLUMNS = ("node_id", "role", "source", "time", "offset", "record_time", "lag_ms", "reported_lag_ms",
+                     "difference_ms", "agrees", "caught_up", "last_append_ms", "next_append_ms")
+#: Computed and reported apply lag within this many ms agree: a scrape reads its gauges over a
+#: few ms (JmxTool) to tens of ms (an exporter's scrape), a record applied meanwhile moves the
+#: gauge by up to one idle interval (500 ms by default).
+APPLY_LAG_AGREE_MS = 50
+
+
+def apply_lag(offsets: DataFrame, appends: DataFrame) -> DataFrame:
+    """KIP-835's ``LastAppliedRecordLagMs`` computed from the metadata log beside Kafka's own.
+
+    For every sample of a node's applied offset that came with Kafka's lag gauge: ``lag_ms`` is the
+    sample time less the append time of the record at that offset in the log (the gauge's
+    definition: now less the last applied record's timestamp), ``reported_lag_ms`` Kafka's value,
+    ``difference_ms`` the second less the first, ``agrees`` within :data:`APPLY_LAG_AGREE_MS`.
+    The columns that explain a difference:
+    ``caught_up`` (the node held the leader's last record), ``last_append_ms`` and
+    ``next_append_ms`` (how long before and after the sample the leader appended a record: a
+    gauge read while one is applied may name the record before or after it, about one idle
+    interval apart, and a scrape reads its gauges over its own duration).
+
+    Parameters
+    ----------
+    offsets : DataFrame
+        :func:`node_offsets` (its ``applied`` rows with ``reported_lag_ms`` are read).
+    appends : DataFrame
+        :func:`workbench.analysis.quorum.log_appends` (the leader's batches and their times).
+    """
+    from workbench.analysis.logs import asof
+
+    require_columns(offsets, OFFSETS_COLUMNS, "apply_lag")
+    require_columns(appends, APPENDS_COLUMNS, "apply_lag")
+    rows = (offsets.where((F.col("kind") == "applied") & F.col("reported_lag_ms").isNotNull()
+                          & F.col("record_time").isNotNull())
+            .select("node_id", "role", "source", "time", "offset", "record_time", "leader_offset", "reported_lag_ms")
+            .withColumn("_k", F.lit(1)).withColumn("_neg", -F.unix_millis("time")))
+    times = appends.where(F.col("time").isNotNull()).select(F.lit(1).alias("_k"), F.col("time").alias("_at"),
+                                                            (-F.unix_millis("time")).alias("_neg_at"))
+    rows = asof(rows, times.select("_k", "_at"), by=["_k"], left_time="time", right_time="_at", columns=["_at"],
+                suffix="_before")
+    rows = asof(rows, times.select("_k", "_neg_at"), by=["_k"], left_time="_neg", right_time="_neg_at",
+                columns=["_neg_at"], suffix="_after")
+    lag = F.unix_millis("time") - F.unix_millis("record_time")
+    return rows.select(
+        "node_id", "role", "source", "time", "offset", "record_time", lag.alias("lag_ms"),
+        F.col("reported_lag_ms").cast("long").alias("reported_lag_ms"),
+        (F.col("reported_lag_ms") - lag).cast("long").alias("difference_ms"),
+        (F.abs(F.col("reported_lag_ms") - lag) <= APPLY_LAG_AGREE_MS).alias("agrees"),
+        (F.col("offset") >= F.col("leader_offset")).alias("caught_up"),
+        (F.unix_millis("time") - F.unix_millis("_at_before")).alias("last_append_ms"),
+        (-F.col("_neg_at_after") - F.unix_millis("time")).alias("next_append_ms"),
+    ).orderBy("node_id", "source", "time")
