@@ -65,5 +65,18 @@ class MetadataLog:
     def remove_topic(self, s: float, topic_id: str) -> MetadataLog:
         return self.add(s, "RemoveTopicRecord", {"topic_id": topic_id}, api_key=9)
 
+    def broker(self, s: float, record_type: str, broker_id: int, *, fenced: bool | None = None,
+               in_controlled_shutdown: bool | None = None) -> MetadataLog:
+        """A broker registration record (``RegisterBrokerRecord``, ``FenceBrokerRecord``, ...)."""
+        return self.add(s, record_type, {"broker_id": broker_id, "broker_epoch": 1, "fenced": fenced,
+                                         "in_controlled_shutdown": in_controlled_shutdown})
+
+    def same_batch(self) -> MetadataLog:
+        """The last record joins the batch of the record before it."""
+        last = dict(zip(COLUMNS, self.rows[-1], strict=True))
+        last["batch_base_offset"] = self.rows[-2][COLUMNS.index("batch_base_offset")]
+        self.rows[-1] = tuple(last[c] for c in COLUMNS)
+        return self
+
     def noop(self, s: float) -> MetadataLog:
         return self.add(s, "NoOpRecord", {}, api_key=20)

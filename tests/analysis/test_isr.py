@@ -213,3 +213,24 @@ def test_notable_partitions_worst_first_quiet_ones_left_out(spark):
         "topic", "offline_seconds", "under_min_isr_seconds", "under_replicated_seconds", "isr_shrinks")
     # orders: offline 50-70 s (20 s); under min ISR 20-30 and 50-70 (30 s); under-replicated 10-40, 50-70 (50 s)
     assert [tuple(r) for r in got.collect()] == [("orders", 20.0, 30.0, 50.0, 3), ("audit", 0.0, 24.5, 34.5, 2)]
+
+
+def test_a_stop_before_metadata_version_is_the_partition_batch_ahead_of_the_fence(spark):
+    """Kafka 3.0-3.2 record no inControlledShutdown: a stopping broker's partitions move in a batch of
+    their own, then it is fenced; a broker whose session was lost has them changed in the fence's batch."""
+    def log(*, shutdown: bool, versioned: bool = False) -> MetadataLog:
+        log = MetadataLog()
+        if versioned:
+            log.add(0, "FeatureLevelRecord", {"feature_name": "metadata.version", "feature_level": 7}, api_key=12)
+        log.broker(0.5, "RegisterBrokerRecord", 1, fenced=True).broker(0.6, "UnfenceBrokerRecord", 1, fenced=False)
+        log.topic(1, "orders", ORDERS).partition(1, ORDERS, 0, [1], [1], 1)
+        log.change(10, ORDERS, 0, leader=-1)
+        log.broker(10 if not shutdown else 10.08, "FenceBrokerRecord", 1, fenced=True)
+        return log if shutdown else log.same_batch()
+
+    stops = isr.cluster_stops(states_frame(spark, log(shutdown=True)))
+    schema = "cluster_id string, start timestamp, end timestamp, brokers array<int>"
+    assertDataFrameEqual(stops, spark.createDataFrame([(None, at(10), at(10.08), [1])], schema))
+    assert isr.cluster_stops(states_frame(spark, log(shutdown=False))).count() == 0
+    # from metadata.version on, Kafka says inControlledShutdown itself: a bare fence is no stop
+    assert isr.cluster_stops(states_frame(spark, log(shutdown=True, versioned=True))).count() == 0

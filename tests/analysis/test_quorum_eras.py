@@ -127,6 +127,9 @@ def test_the_isr_area_reads_the_era_log_as_the_release_does(era):
     assert not parsed.problems and len(parsed.partitions) == idle.PARTITIONS
     shown = {(p["topic"], p["partition"]): (p["leader"], sorted(p["replicas"]), sorted(p["isr"]))
              for p in parsed.partitions}
+    # the clean stop at the end is the cluster stopping (before 3.3 no record says inControlledShutdown)
+    found = isr.findings_for(tables, {}).toPandas()
+    assert list(zip(found.kind, found.severity, strict=True)) == [("cluster_stopped", "info")], found
     views = candidate_views(states, describe["t_ms"], manifest["events"][-1]["t_ms"])
     assert any({k: (v[0], sorted(v[1]), sorted(v[2])) for k, v in view.items()} == shown for view in views), \
         f"{version}: kafka-topics shows {shown}; computed states in its window: {views}"

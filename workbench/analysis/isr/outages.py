@@ -65,7 +65,10 @@ def cluster_stops(metadata: DataFrame) -> DataFrame:
     before the first such shutdown on (the brokers stopped with it that led nothing were fenced
     just ahead of it), and it starts when the first of them went down. A cluster whose brokers were
     all fenced without any controlled shutdown (killed, cut off) is not in this table, nor is a
-    broker that went down longer before (its outage stays an outage).
+    broker that went down longer before (its outage stays an outage). Logs from before
+    ``metadata.version`` (Kafka 3.2 and older) record no ``inControlledShutdown``: there a controlled
+    shutdown is the batch of partition changes alone that moved leaders and ISRs away ahead of the
+    fence (:func:`_shutdown_before_fences`); a fencing for a lost session writes them with it.
 
     Returns
     -------
@@ -92,13 +95,41 @@ def cluster_stops(metadata: DataFrame) -> DataFrame:
     for r in rows:
         broker_state_step(brokers.setdefault(r["cluster_id"], {}), r)
     out = []
+    versioned: set[Any] | None = None
     for cluster, by_broker in brokers.items():
         alive = [s for s in by_broker.values() if s[0]]
-        if not alive or any(s[1] is None for s in alive) or not any(s[2] for s in alive):
+        if not alive or any(s[1] is None for s in alive):
             continue
-        first_shutdown = min(s[1] for s in alive if s[2])
+        if any(s[2] for s in alive):
+            first_shutdown = min(s[1] for s in alive if s[2])
+        else:
+            if versioned is None:
+                versioned = {r["cluster_id"] for r in records.where(
+                    (F.col("record_type") == "FeatureLevelRecord") & (F.col("feature_name") == "metadata.version"))
+                    .select("cluster_id").distinct().collect()}
+            first_shutdown = None if cluster in versioned else _shutdown_before_fences(records, cluster, alive)
+            if first_shutdown is None:
+                continue
         since = first_shutdown - datetime.timedelta(milliseconds=STOP_LEAD_MS)
         stopped = {b: s[1] for b, s in by_broker.items() if s[0] and s[1] >= since}
-        out.append((cluster, min(stopped.values()), ends.get(cluster), sorted(stopped)))
+        out.append((cluster, min([*stopped.values(), first_shutdown]), ends.get(cluster), sorted(stopped)))
     return metadata.sparkSession.createDataFrame(
         out, "cluster_id string, start timestamp, end timestamp, brokers array<int>")
+
+
+def _shutdown_before_fences(records: DataFrame, cluster: Any, down: list[list[Any]]) -> Any:
+    """When a controlled shutdown began in a log that cannot say so (before ``metadata.version``):
+    the first batch holding only ``PartitionChangeRecord`` from :data:`STOP_LEAD_MS` before the first
+    fence of ``down`` (brokers' states, see :func:`broker_state_step`) until before the last one.
+    Kafka 3.0-3.2's controller moves a stopping broker's leaders and ISRs in such a batch, then fences
+    it; a broker fenced for a lost session has its partitions changed in the fence's own batch."""
+    first, last = min(s[1] for s in down), max(s[1] for s in down)
+    lead = datetime.timedelta(milliseconds=STOP_LEAD_MS)
+    batches = (records.where(F.col("cluster_id").eqNullSafe(F.lit(cluster).cast("string"))
+                             & F.col("batch_base_offset").isNotNull()
+                             & (F.col("timestamp") >= F.lit(first - lead)) & (F.col("timestamp") < F.lit(last)))
+               .groupBy("batch_base_offset")
+               .agg(F.min("timestamp").alias("time"),
+                    F.sum((F.col("record_type") != "PartitionChangeRecord").cast("int")).alias("others"))
+               .where(F.col("others") == 0).agg(F.min("time").alias("time")).collect())
+    return batches[0]["time"] if batches else None
