@@ -162,5 +162,10 @@ def with_text_logs(tables: Any) -> DataFrame:
     clusters = text_log_clusters(bundle) if bundle is not None else []
     if not clusters:
         return metadata
-    rows = text_log_records(tables.events, clusters)
+    def build() -> DataFrame:
+        return text_log_records(tables.events, clusters)
+
+    # kept once per bundle: the states and the stops each read it
+    derive = getattr(tables, "derive", None)
+    rows = derive("isr.text_log_records", build) if derive is not None else build()
     return metadata.unionByName(rows, allowMissingColumns=True)
