@@ -97,24 +97,40 @@ if isr_data and inv.report:
     isr_view.figure_under_min_isr(counts_pd, start=start, end=end, reported=reported_pd).show()
 
 # %% [markdown]
-# ## Kafka's own ReplicaManager gauges beside the computed ones
+# ## Kafka's own gauges beside the computed ones
 #
-# Where the bundle holds the brokers' metric exports (JmxTool or Prometheus), every sample of
-# `LeaderCount`, `UnderReplicatedPartitions`, `AtMinIsrPartitionCount` and
-# `UnderMinIsrPartitionCount` is held against the value the partition states give at its time, over
-# the whole bundle. A sample within 1.5 s of a computed change is not judged (brokers apply a change a
-# little after the controller wrote it); a broker that leads nothing counts 0. Then the samples that
-# differ, if any.
+# Where the bundle holds metric exports (JmxTool or Prometheus), every sample of Kafka's own ISR
+# gauges is held against the value the partition states give at its time, over the whole bundle:
+# each broker's `ReplicaManager` gauges (`LeaderCount`, `UnderReplicatedPartitions`,
+# `AtMinIsrPartitionCount`, `UnderMinIsrPartitionCount`), each replica's per-partition gauges
+# (`UnderMinIsr`, `AtMinIsr`, `UnderReplicated`, `InSyncReplicasCount`, `ReplicasCount`: the
+# leader's figure, 0 on a follower) and each KRaft controller's `OfflinePartitionsCount` and
+# `GlobalPartitionCount`. A sample within 1.5 s of a computed change is not judged (brokers apply a
+# change a little after the controller wrote it); a broker that leads nothing counts 0. Then the
+# samples that differ, if any.
 
 # %%
 if isr_data:
-    beside = isr_analysis.gauges_beside_reported(isr_analysis.leader_gauges(states),
-                                                 isr_analysis.reported_leader_gauges(inv.tables.metrics))
+    beside = isr_analysis.kafka_gauges_for(inv.tables, inv.params)
     agreement = isr_analysis.gauge_agreement(beside).toPandas()
-    display(HTML(table_html(agreement, empty="The bundle holds no ReplicaManager gauge samples.")))
+    display(HTML(table_html(agreement, empty="The bundle holds no sample of these gauges.")))
     if not agreement.empty:
         display(HTML(table_html(beside.where("agrees = false").limit(200).toPandas(), limit=200,
                                 empty="Every sample judged equals the computed gauge.")))
+
+# %% [markdown]
+# ## Who left the ISR, and why
+#
+# Each replica that left a partition's ISR over the whole metadata log, how often and why: its broker
+# fenced by the controller (its session expired; the fence and the ISR change are written together),
+# in a controlled shutdown, or behind its leader for longer than `replica.lag.time.max.ms` (no broker
+# event: the leader shrank the ISR); and how often it joined again. A same-size swap counts as a leave
+# and a join. Most leaves first.
+
+# %%
+if isr_data:
+    moves_pd = isr_analysis.move_summary(isr_analysis.moves_for(inv.tables, inv.params)).limit(200).toPandas()
+    display(HTML(table_html(moves_pd, limit=200, empty="No replica left or joined an ISR.")))
 
 # %% [markdown]
 # ## Partitions that were not healthy

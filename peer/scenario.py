@@ -31,7 +31,7 @@ from peer.metrics import JmxSampler
 from peer.process import Managed, spawn
 
 #: Scenarios of the newest pinned release, in build order.
-PINNED_SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2", "mm2_partial", "restarts")
+PINNED_SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2", "mm2_partial", "restarts", "flap")
 #: Scenarios of the older pinned release (3.9, the last 3.x): the metadata log, ISR, quorum and
 #: consumer-offset formats and tool texts of the 3.x line. MirrorMaker 2 and tiered storage run the
 #: same code on both releases and their builds are the longest (each 300-400 s on a loaded 2-core
@@ -226,14 +226,16 @@ class ScenarioContext:
         return writer.tool(tool, args, **kwargs)
 
     def sample(
-        self, node_id: int, what: str, jmx_url: str, object_names: list[str], **kwargs: Any
+        self, node_id: int, what: str, jmx_url: str, object_names: list[str], *, scrape: bool = True,
+        **kwargs: Any,
     ) -> JmxSampler:
         """Start a JmxTool sampler writing ``metrics/<node>-<what>.csv``; when the node runs
-        the Prometheus JMX exporter, also scrape it into ``metrics/<node>-<t_ms>.prom``."""
+        the Prometheus JMX exporter and ``scrape`` (a node's second sampler passes False: one
+        scraper per node), also scrape it into ``metrics/<node>-<t_ms>.prom``."""
         path = self.bundle.metric(f"metrics/{node_id}-{what}.csv", node_id, what, format="jmxtool")
         sampler = JmxSampler(self.kafka, jmx_url, object_names, path, **kwargs).start()
         self.samplers.append(sampler)
-        for c in self.clusters:
+        for c in self.clusters if scrape else ():
             for node in c.nodes:
                 if node.id == node_id and node.prometheus_port is not None and node.jmx_url == jmx_url:
                     from peer.prometheus import PrometheusScraper

@@ -8,15 +8,18 @@ Timeline (about 70 s of Kafka time after start-up):
 
 1. ``min.insync.replicas=2`` as static default and as dynamic cluster default; topics
    ``orders`` (3 partitions, RF 3) and ``payments`` (2 partitions, RF 3, topic override
-   ``min.insync.replicas=3``); 2000 + 600 records produced with ``acks=all``.
+   ``min.insync.replicas=3``) and ``audit`` (1 partition, its one replica on broker 6, topic
+   override ``min.insync.replicas=1``); 2000 + 600 + 50 records produced with ``acks=all``.
 2. broker 6 hard-stopped (SIGKILL) -> its replicas leave the ISR (``replica.lag.time.max.ms``
-   3000, broker session timeout 6000); ``payments`` is under min ISR (polled, then captured).
+   3000, broker session timeout 6000); ``payments`` is under min ISR (polled, then captured) and
+   ``audit`` offline.
 3. more records to ``orders``; broker 5 hard-stopped -> ``orders`` under min ISR too.
 4. brokers 5 and 6 restarted -> ISR expands back to 3.
 
 ``kafka-topics --describe`` (all, ``--under-replicated-partitions``,
 ``--under-min-isr-partitions``) and ``kafka-metadata-quorum describe`` are captured at each
-step; every broker's ReplicaManager gauges are sampled over JMX each second, and the same
+step; every broker's ReplicaManager gauges are sampled over JMX each second (and, once the topics
+exist, its per-partition gauges), every controller's KafkaController gauges too, and the same
 MBeans are scraped as Prometheus text every 5 s from the JMX exporter javaagent each node runs.
 """
 
@@ -35,6 +38,14 @@ ISR_MBEANS = [
     "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec",
     "kafka.server:type=ReplicaManager,name=IsrExpandsPerSec",
 ]
+
+#: Kafka's per-partition gauges (``kafka.cluster:type=Partition``), one MBean per partition a broker hosts.
+PARTITION_MBEANS = [f"kafka.cluster:type=Partition,name={name},*" for name in
+                    ("UnderMinIsr", "AtMinIsr", "UnderReplicated", "InSyncReplicasCount", "ReplicasCount")]
+
+#: The controllers' gauges of the cluster's partitions (KRaft: every controller computes them from its image).
+CONTROLLER_MBEANS = [f"kafka.controller:type=KafkaController,name={name}" for name in
+                     ("OfflinePartitionsCount", "GlobalPartitionCount", "ActiveControllerCount")]
 
 SETTINGS = {
     "min.insync.replicas": "2",
@@ -81,7 +92,8 @@ def produce(ctx: ScenarioContext, bootstrap: str, topic: str, records: int, rate
 
 def run(ctx: ScenarioContext) -> None:
     """Run the ISR scenario (see the module docstring)."""
-    cluster = ctx.cluster("isr", controllers=3, brokers=3, settings=SETTINGS, prometheus=ISR_MBEANS)
+    cluster = ctx.cluster("isr", controllers=3, brokers=3, settings=SETTINGS,
+                          prometheus=ISR_MBEANS + PARTITION_MBEANS + CONTROLLER_MBEANS)
     cluster.format()
     ctx.event("cluster_format", cluster="isr", controllers=3, brokers=3, settings=SETTINGS)
     cluster.start()
@@ -89,6 +101,8 @@ def run(ctx: ScenarioContext) -> None:
     bs = cluster.bootstrap
     for broker in cluster.brokers:
         ctx.sample(broker.id, "isr", broker.jmx_url, ISR_MBEANS)
+    for controller in cluster.controllers:
+        ctx.sample(controller.id, "controller", controller.jmx_url, CONTROLLER_MBEANS)
 
     ctx.tool("configs", ["--bootstrap-server", bs, "--alter", "--entity-type", "brokers",
                          "--entity-default", "--add-config", "min.insync.replicas=2"])
@@ -101,8 +115,16 @@ def run(ctx: ScenarioContext) -> None:
                         "--config", "min.insync.replicas=3"])
     ctx.event("topic_created", topic="payments", partitions=2, replication_factor=3,
               config={"min.insync.replicas": "3"})
+    ctx.tool("topics", ["--bootstrap-server", bs, "--create", "--topic", "audit", "--replica-assignment", "6",
+                        "--config", "min.insync.replicas=1"])
+    ctx.event("topic_created", topic="audit", partitions=1, replication_factor=1, replicas=[6],
+              config={"min.insync.replicas": "1"})
+    for broker in cluster.brokers:  # every partition's MBeans are registered now
+        ctx.sample(broker.id, "partitions", broker.jmx_url, PARTITION_MBEANS, scrape=False,
+                   required=["type=Partition"])
     produce(ctx, bs, "orders", 2000, 1000)
     produce(ctx, bs, "payments", 600, 600)
+    produce(ctx, bs, "audit", 50, 50)
     describe(ctx, bs, "baseline")
     ctx.tool("metadata-quorum", ["--bootstrap-server", bs, "describe", "--status"])
 

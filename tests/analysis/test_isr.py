@@ -10,6 +10,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from tests.analysis.metadata_rows import MetadataLog, at
 from workbench.analysis import isr
+from workbench.analysis.metadata_log import broker_changes as isr_changes
 from workbench.spark.metadata import METADATA_SCHEMA
 
 pytestmark = pytest.mark.spark
@@ -144,6 +145,69 @@ def test_under_min_isr_counts_per_leader(spark, compiled):
     assertDataFrameEqual(got, want)
 
 
+def test_per_partition_gauges_are_the_leaders_figures_and_zero_on_followers(spark):
+    """Kafka's ``kafka.cluster:type=Partition`` gauges of each replica: the leader's figure, 0 on a follower
+    and while the partition has no leader; a row only where a replica's value changes."""
+    states = isr.partition_states(states_frame(spark, incident_log()))
+    got = isr.partition_gauges(states).where("gauge in ('UnderMinIsr', 'InSyncReplicasCount')")
+    o, a = "orders", "audit"
+    rows = [(1, o, "UnderMinIsr", 1, 0), (1, o, "UnderMinIsr", 20, 1), (1, o, "UnderMinIsr", 30, 0),
+            (2, o, "UnderMinIsr", 1, 0), (3, o, "UnderMinIsr", 1, 0),
+            (1, o, "InSyncReplicasCount", 1, 3), (1, o, "InSyncReplicasCount", 10, 2),
+            (1, o, "InSyncReplicasCount", 20, 1), (1, o, "InSyncReplicasCount", 40, 3),
+            (1, o, "InSyncReplicasCount", 50, 0), (2, o, "InSyncReplicasCount", 1, 0),
+            (3, o, "InSyncReplicasCount", 1, 0),
+            (1, a, "UnderMinIsr", 2, 0), (1, a, "UnderMinIsr", 20.5, 1), (2, a, "UnderMinIsr", 2, 0),
+            (3, a, "UnderMinIsr", 2, 0),
+            (1, a, "InSyncReplicasCount", 2, 0), (1, a, "InSyncReplicasCount", 20.5, 1),
+            (2, a, "InSyncReplicasCount", 2, 3), (2, a, "InSyncReplicasCount", 10.5, 0),
+            (3, a, "InSyncReplicasCount", 2, 0), (3, a, "InSyncReplicasCount", 10.5, 2),
+            (3, a, "InSyncReplicasCount", 20.5, 0)]
+    want = spark.createDataFrame([(b, t, 0, g, at(s), v) for b, t, g, s, v in rows],
+                                 "broker int, topic string, partition int, gauge string, time timestamp, value int")
+    assertDataFrameEqual(got, want)
+
+
+def test_cluster_gauges_count_offline_and_existing_partitions(spark):
+    """The controllers' ``OfflinePartitionsCount`` and ``GlobalPartitionCount``: a deleted topic's
+    partitions leave the count, a leaderless partition enters the offline one; a row at each change
+    and at the end of the log."""
+    states = isr.partition_states(states_frame(spark, incident_log()))
+    want = spark.createDataFrame(
+        [(None, "GlobalPartitionCount", at(1), 1), (None, "GlobalPartitionCount", at(2), 2),
+         (None, "GlobalPartitionCount", at(45), 1), (None, "GlobalPartitionCount", at(60), 1),
+         (None, "OfflinePartitionsCount", at(1), 0), (None, "OfflinePartitionsCount", at(50), 1),
+         (None, "OfflinePartitionsCount", at(60), 1)],
+        "cluster_id string, gauge string, time timestamp, value int")
+    assertDataFrameEqual(isr.cluster_gauges(states), want)
+
+
+def test_every_kafka_gauge_sample_is_judged_against_its_own_series(spark):
+    """One frame for the three families: a per-partition sample is held against its replica's series, a
+    controller's against its cluster's, a broker's against its ReplicaManager series; a sample within
+    1.5 s of a change of its series is settling, not judged."""
+    states = isr.partition_states(states_frame(spark, incident_log()))
+    sample = [(1, "kafka_cluster_partition_underminisr", {"topic": "orders", "partition": "0"}, 25, 1.0),
+              (2, "kafka_cluster_partition_underminisr", {"topic": "orders", "partition": "0"}, 25, 1.0),
+              (1, "kafka_cluster_partition_underminisr", {"topic": "orders", "partition": "0"}, 30.5, 1.0),
+              (9, "kafka_controller_kafkacontroller_offlinepartitionscount", {}, 55, 1.0),
+              (1, "kafka_server_replicamanager_underminisrpartitioncount", {}, 25, 2.0)]
+    metrics = spark.createDataFrame([(n, name, labels, at(t), v) for n, name, labels, t, v in sample],
+                                    "node_id int, name string, labels map<string,string>, timestamp timestamp, "
+                                    "value double")
+    got = isr.kafka_gauges_beside(states, metrics).select("broker", "gauge", "subject", "time", "reported",
+                                                          "computed", "settling", "agrees")
+    want = spark.createDataFrame(
+        [(1, "UnderMinIsr", "orders-0", at(25), 1, 1, False, True),
+         (2, "UnderMinIsr", "orders-0", at(25), 1, 0, False, False),
+         (1, "UnderMinIsr", "orders-0", at(30.5), 1, 0, True, None),
+         (9, "OfflinePartitionsCount", "cluster ", at(55), 1, 1, False, True),
+         (1, "UnderMinIsrPartitionCount", "broker 1", at(25), 2, 2, False, True)],
+        "broker int, gauge string, subject string, time timestamp, reported int, computed int, settling boolean, "
+        "agrees boolean")
+    assertDataFrameEqual(got, want)
+
+
 def test_partition_summary(spark, compiled):
     states = isr.partition_states(states_frame(spark, incident_log()), compiled=compiled)
     got = isr.partition_summary(states, compiled=compiled)
@@ -195,13 +259,49 @@ def test_findings_are_episodes_and_flapping(spark):
          {"seconds": 24.5, "min_isr": 2.0, "smallest_isr": 1.0}),
         # 3 -> 2 at 10 s, 2 -> 1 at 20 s, 3 -> 0 at 50 s; back to 3 at 40 s
         ("isr", "isr_flapping", "warning", "partition", "orders-0", at(10), at(50),
-         "ISR of topic orders partition 0 shrank 3 times and expanded 1 times (flapping)",
-         {"shrinks": 3.0, "expands": 1.0}),
+         "ISR of topic orders partition 0 shrank 3 times and expanded 1 times (flapping): broker 2 left 2 times; "
+         "broker 3 left 2 times; broker 1 left 1 times",
+         {"shrinks": 3.0, "expands": 1.0, "fenced_leaves": 0.0, "lagged_leaves": 0.0}),
     ], FINDINGS)
     assertDataFrameEqual(got, want)
     # audit shrank twice: flapping only from a threshold of 2
     assert {r.subject for r in isr.findings(states, flap_threshold=2).where("kind = 'isr_flapping'").collect()} == {
         "orders-0", "audit-0"}
+
+
+def test_each_replica_that_left_or_joined_is_named_with_the_broker_event_that_explains_it(spark):
+    """A fence written with the ISR change explains a leave, an unfence before a join explains the join,
+    a leave with no broker event is the leader's shrink of a replica behind; a same-size swap is a
+    shrink and an expand both; the flapping finding names each replica that left and why."""
+    log = MetadataLog()
+    log.topic(1, "orders", ORDERS).partition(1, ORDERS, 0, [1, 2, 3], [1, 2, 3], 1)
+    log.broker(10, "BrokerRegistrationChangeRecord", 3, fenced=True)
+    log.change(10, ORDERS, 0, isr=[1, 2]).same_batch()          # fenced: out in the fence's batch
+    log.broker(14, "BrokerRegistrationChangeRecord", 3, fenced=False)
+    log.change(16, ORDERS, 0, isr=[1, 2, 3])                    # back 2 s after its unfence
+    log.change(20, ORDERS, 0, isr=[1, 2])                       # behind: no broker event
+    log.change(25, ORDERS, 0, isr=[1, 3])                       # a swap: 2 out, 3 in, same size
+    log.broker(30, "BrokerRegistrationChangeRecord", 3, in_controlled_shutdown=True)
+    log.change(30.2, ORDERS, 0, isr=[1])
+    log.noop(40)
+    states = isr.partition_states(states_frame(spark, log))
+    got = isr.replica_moves(states, isr_changes(states_frame(spark, log)))
+    rows = [(10, 3, "left", "fenced", 10), (16, 3, "joined", "unfenced", 14), (20, 3, "left", "fell_behind", None),
+            (25, 2, "left", "fell_behind", None), (25, 3, "joined", "caught_up", None),
+            (30.2, 3, "left", "controlled_shutdown", 30)]
+    want = spark.createDataFrame(
+        [(None, "orders", ORDERS, 0, at(t), r, m, c, None if ct is None else at(ct)) for t, r, m, c, ct in rows],
+        "cluster_id string, topic string, topic_id string, partition int, time timestamp, replica int, move string, "
+        "cause string, cause_time timestamp")
+    assertDataFrameEqual(got, want)
+    found = isr.findings(states, changes=isr_changes(states_frame(spark, log))).where("kind = 'isr_flapping'").collect()
+    assert [(f.summary, f.figures) for f in found] == [(
+        "ISR of topic orders partition 0 shrank 4 times and expanded 2 times (flapping): broker 3 left 3 times "
+        "(fenced 1, controlled shutdown 1, fell behind 1); broker 2 left 1 times (fell behind 1)",
+        {"shrinks": 4.0, "expands": 2.0, "fenced_leaves": 1.0, "lagged_leaves": 2.0})]
+    summary = isr.move_summary(got).collect()
+    assert [(r.replica, r.left, r.joined, r.fenced, r.controlled_shutdown, r.fell_behind) for r in summary] == [
+        (3, 3, 2, 1, 1, 1), (2, 1, 0, 0, 0, 1)]
 
 
 def test_notable_partitions_worst_first_quiet_ones_left_out(spark):

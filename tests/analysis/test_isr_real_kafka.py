@@ -48,7 +48,7 @@ def test_bundle_reads_without_problems(analysed):
 def test_under_min_isr_count_matches_jmx(analysed):
     _path, manifest, _states, counts, tables = analysed
     reported = isr.reported_under_min_isr(tables.metrics).toPandas()
-    assert sorted(reported.broker.unique()) == sorted({m["node"] for m in manifest["metrics"]})
+    assert sorted(reported.broker.unique()) == sorted({m["node"] for m in manifest["metrics"] if m["what"] == "isr"})
     compared, nonzero = [], 0
     for broker, samples in reported.groupby("broker"):
         series = counts[counts.broker == broker].sort_values("time")
@@ -234,3 +234,93 @@ def test_every_replica_manager_gauge_matches_kafkas_samples(analysed):
     assert all(w[6] for w in judged), [w for w in judged if not w[6]]
     for gauge in isr.LEADER_GAUGES:  # each gauge was judged, and judged while it was not zero
         assert sum(1 for w in judged if w[1] == gauge and w[3] > 0) >= 3, gauge
+
+
+def _dumped_history(path: Path, static_min_isr: int) -> list[tuple[int, dict[tuple[str, int], tuple]]]:
+    """Every state of the cluster's partitions Kafka's own metadata-log dump passes through: ``(CreateTime ms,
+    {(topic, partition): (leader, isr, replicas, min_isr)})`` after each partition or config record; the
+    effective ``min.insync.replicas`` is the topic's, else the cluster default's, else ``static_min_isr``."""
+    names: dict[str, str] = {}
+    parts: dict[tuple[str, int], list] = {}
+    topic_min: dict[str, int] = {}
+    default: list[int] = []
+    history = []
+    for t, p in metadata_payloads(path):
+        data, kind = p["data"], p["type"]
+        if kind == "TOPIC_RECORD":
+            names[data["topicId"]] = data["name"]
+        elif kind == "PARTITION_RECORD":
+            parts[(names[data["topicId"]], data["partitionId"])] = [data["leader"], data["isr"], data["replicas"]]
+        elif kind == "PARTITION_CHANGE_RECORD":
+            state = parts[(names[data["topicId"]], data["partitionId"])]
+            if data.get("leader", -2) != -2:
+                state[0] = data["leader"]
+            if data.get("isr") is not None:
+                state[1] = data["isr"]
+            if data.get("replicas") is not None:
+                state[2] = data["replicas"]
+        elif kind == "CONFIG_RECORD" and data["name"] == "min.insync.replicas":
+            if data["resourceType"] == isr.TOPIC_RESOURCE:
+                topic_min[data["resourceName"]] = int(data["value"])
+            elif data["resourceType"] == isr.BROKER_RESOURCE and data["resourceName"] == "":
+                default[:] = [int(data["value"])]
+        else:
+            continue
+        fallback = default[0] if default else static_min_isr
+        history.append((t, {k: (v[0], list(v[1]), list(v[2]), topic_min.get(k[0], fallback))
+                            for k, v in parts.items()}))
+    return history
+
+
+def _dumped_gauges(state: tuple, broker: int) -> dict[str, int]:
+    """Kafka's per-partition gauges of ``broker``'s replica in a dumped state: the leader's figures, 0 elsewhere."""
+    leader, in_sync, replicas, min_isr = state
+    figures = {"UnderMinIsr": int(len(in_sync) < min_isr), "AtMinIsr": int(len(in_sync) == min_isr),
+               "UnderReplicated": int(len(in_sync) < len(replicas)), "InSyncReplicasCount": len(in_sync),
+               "ReplicasCount": len(replicas)}
+    return {g: v if leader == broker else 0 for g, v in figures.items()}
+
+
+def test_per_partition_and_controller_gauges_equal_kafkas_samples(analysed):
+    """Each replica's ``kafka.cluster:type=Partition`` gauges (UnderMinIsr and its siblings) and each
+    controller's ``OfflinePartitionsCount`` / ``GlobalPartitionCount``, JmxTool and Prometheus samples,
+    equal the values Kafka's own dump of the metadata log gives at the sample's time away from a change
+    (1.5 s); ``kafka_gauges_beside`` judges the same samples, computes the same values and finds every
+    one equal; the scenario's incident shows in them (payments and orders under min ISR, audit offline)."""
+    path, manifest, _states, _counts, tables = analysed
+    history = _dumped_history(path, static_min_isr=2)
+    times = [t for t, _ in history]
+
+    def at(t_ms: int) -> dict:
+        i = bisect.bisect_right(times, t_ms) - 1
+        return history[i][1] if i >= 0 else {}
+
+    def settling(t_ms: int, key: tuple[str, int] | None) -> bool:
+        lo, hi = bisect.bisect_left(times, t_ms - SKEW_MS), bisect.bisect_right(times, t_ms + SKEW_MS)
+        before = at(t_ms - SKEW_MS - 1)
+        return any((history[i][1].get(key) != before.get(key)) if key else history[i][1] != before
+                   for i in range(lo, hi))
+
+    beside = isr.kafka_gauges_beside(isr.partition_states(tables.metadata), tables.metrics).toPandas()
+    judged: dict[tuple, int] = {}
+    for r in beside[~beside.gauge.isin(list(isr.LEADER_GAUGES))].itertuples():
+        t_ms = ms(r.time)
+        if r.gauge in isr.CLUSTER_GAUGES:
+            key, parts = None, at(t_ms)
+            want = len(parts) if r.gauge == "GlobalPartitionCount" else sum(s[0] == -1 for s in parts.values())
+        else:
+            topic, partition = r.subject.rsplit("-", 1)
+            key = (topic, int(partition))
+            want = _dumped_gauges(at(t_ms)[key], r.broker)[r.gauge]
+        if settling(t_ms, key):
+            continue
+        assert (r.gauge, r.subject, r.broker, t_ms, r.reported, r.computed, r.agrees) == (
+            r.gauge, r.subject, r.broker, t_ms, want, want, True)
+        if r.reported > 0:
+            judged[(r.gauge, r.subject)] = judged.get((r.gauge, r.subject), 0) + 1
+    assert set(beside.gauge) == {*isr.LEADER_GAUGES, *isr.PARTITION_GAUGES, *isr.CLUSTER_GAUGES}
+    assert set(beside[beside.gauge.isin(list(isr.CLUSTER_GAUGES))].broker) == {1, 2, 3}  # every controller
+    incident = {("UnderMinIsr", "payments-0"), ("UnderMinIsr", "payments-1"), ("UnderMinIsr", "orders-0"),
+                ("OfflinePartitionsCount", f"cluster {manifest['cluster_id']}")}
+    assert {k for k, n in judged.items() if n >= 3} >= incident, judged
+    assert beside.agrees.dropna().all()

@@ -19,10 +19,53 @@ from pyspark.sql import functions as F
 from workbench.analysis._checks import require_columns
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 _NEEDED = ("node_id", "cluster_id", "file_kind", "file_offset", "offset", "timestamp", "leader_epoch", "is_control",
            "record_type")
+
+
+def broker_changes(metadata: DataFrame) -> DataFrame:
+    """Broker registrations and their changes, one row per record of the metadata log.
+
+    The only reader of these records' fields in this module: with the ``metadata`` table's typed
+    columns (``broker_id, broker_epoch, fenced, in_controlled_shutdown``) it reads those, else the
+    ``fields`` JSON.
+
+    Returns
+    -------
+    DataFrame
+        ``time, offset, record_type, broker_id, broker_epoch, fenced`` (true: fenced, false:
+        unfenced, null: unchanged), ``in_controlled_shutdown`` (true when it began), ``cluster_id``
+        (each cluster's records once, whichever of its nodes' copies held them).
+    """
+    types = ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "FenceBrokerRecord",
+             "UnfenceBrokerRecord", "UnregisterBrokerRecord")
+    rows = metadata.where((F.col("file_kind") == "segment") & F.col("record_type").isin(*types))
+    rtype = F.col("record_type")
+    if {"broker_id", "broker_epoch", "fenced", "in_controlled_shutdown"} <= set(metadata.columns):
+        broker, epoch, fenced, shutdown = (F.col("broker_id"), F.col("broker_epoch"), F.col("fenced"),
+                                           F.col("in_controlled_shutdown"))
+    else:
+        def field(name: str) -> Column:
+            return F.get_json_object("fields", f"$.{name}")
+
+        broker = F.coalesce(field("brokerId"), field("id")).cast("int")
+        epoch = F.coalesce(field("brokerEpoch"), field("epoch")).cast("long")
+        flag = field("fenced")
+        fenced = (F.when(rtype == "FenceBrokerRecord", F.lit(True))
+                  .when(rtype == "UnfenceBrokerRecord", F.lit(False))
+                  .when(rtype == "RegisterBrokerRecord", F.coalesce(flag.cast("boolean"), F.lit(True)))
+                  .when(rtype == "BrokerRegistrationChangeRecord",
+                        F.when(flag == "1", F.lit(True)).when(flag == "-1", F.lit(False))))
+        ics = field("inControlledShutdown")
+        shutdown = (F.when(rtype == "RegisterBrokerRecord", ics.cast("boolean"))
+                    .when(rtype == "BrokerRegistrationChangeRecord", F.when(ics == "1", F.lit(True))))
+    cluster = F.col("cluster_id") if "cluster_id" in metadata.columns else F.lit(None).cast("string")
+    return (rows.select(F.col("timestamp").alias("time"), "offset", "record_type", broker.alias("broker_id"),
+                        epoch.alias("broker_epoch"), fenced.alias("fenced"), shutdown.alias("in_controlled_shutdown"),
+                        cluster.alias("cluster_id"))
+            .dropDuplicates(["cluster_id", "offset"]))
 
 
 def ordered_records(metadata: DataFrame) -> DataFrame:

@@ -41,8 +41,18 @@ from workbench.analysis.isr.kafka import (
     REPORTED_NAME,
     gauge_agreement,
     gauges_beside_reported,
+    kafka_gauges_beside,
+    kafka_gauges_for,
+    reported_cluster_gauges,
     reported_leader_gauges,
+    reported_partition_gauges,
     reported_under_min_isr,
+)
+from workbench.analysis.isr.moves import (
+    MOVE_COLUMNS,
+    move_summary,
+    moves_for,
+    replica_moves,
 )
 from workbench.analysis.isr.outages import (
     STOP_COLUMNS,
@@ -55,12 +65,16 @@ from workbench.analysis.isr.states import (
     states_for,
 )
 from workbench.analysis.isr.summary import (
+    CLUSTER_GAUGES,
     LEADER_GAUGES,
+    PARTITION_GAUGES,
     STATES,
+    cluster_gauges,
     final_state_counts,
     final_states,
     leader_gauges,
     notable_partitions,
+    partition_gauges,
     partition_summary,
     under_min_isr_counts,
 )
@@ -88,6 +102,9 @@ __all__ = [
     "MIN_ISR_CONFIG", "TOPIC_RESOURCE", "BROKER_RESOURCE", "STATES_SCHEMA", "MATERIALIZE_RECORDS", "partition_states",
     "under_min_isr_counts", "partition_summary", "REPORTED_NAME", "reported_under_min_isr",
     "LEADER_GAUGES", "leader_gauges", "reported_leader_gauges", "gauges_beside_reported", "gauge_agreement", "STATES",
+    "PARTITION_GAUGES", "partition_gauges", "reported_partition_gauges", "CLUSTER_GAUGES", "cluster_gauges",
+    "reported_cluster_gauges", "kafka_gauges_beside", "kafka_gauges_for", "MOVE_COLUMNS", "replica_moves",
+    "move_summary", "moves_for",
     "notable_partitions", "final_states", "final_state_counts", "episodes", "STOP_COLUMNS", "cluster_stops",
     "findings", "static_min_isr", "configured_min_isr", "states_for", "GROUP_PARTITIONS", "area_findings",
     "findings_for", "IsrAnalysis", "analyse", "grouped_area_findings", "VIEW_PARTITIONS", "VIEW_POINTS",

@@ -38,7 +38,7 @@ def under_min_isr_counts(states: DataFrame, *, compiled: bool = True) -> DataFra
     require_columns(states, ("leader", "start", "end", "under_min_isr", "end_reason"), "under_min_isr_counts")
     if compiled:
         return _compiled_counts(states)
-    counts = _running_counts(states, {"UnderMinIsrPartitionCount": F.col("under_min_isr")})
+    counts = _led_counts(states, {"UnderMinIsrPartitionCount": F.col("under_min_isr")})
     return counts.select("broker", "time", F.col("value").alias("count"))
 
 
@@ -63,33 +63,89 @@ def leader_gauges(states: DataFrame) -> DataFrame:
     """
     require_columns(states, ("leader", "start", "end", "end_reason", *filter(None, LEADER_GAUGES.values())),
                     "leader_gauges")
-    return _running_counts(states, {g: F.lit(True) if c is None else F.col(c) for g, c in LEADER_GAUGES.items()})
+    return _led_counts(states, {g: F.lit(True) if c is None else F.col(c) for g, c in LEADER_GAUGES.items()})
 
 
-def _running_counts(states: DataFrame, flags: dict[str, Column]) -> DataFrame:
-    """Per leader broker and named flag, the running count of led intervals with the flag set:
-    ``broker, gauge, time, value``, a row at the broker's first leadership, each change and the log's end."""
-    led = states.where(F.col("leader") >= 0)
+#: Kafka's per-partition gauges and what each reads on the leader; a replica that does not lead reads 0
+#: (Kafka's ``Partition`` asks ``isLeader`` first). ``isr`` and ``replicas`` are counted.
+PARTITION_GAUGES = {"UnderMinIsr": "under_min_isr", "AtMinIsr": "at_min_isr", "UnderReplicated": "under_replicated",
+                    "InSyncReplicasCount": "isr", "ReplicasCount": "replicas"}
+
+
+def partition_gauges(states: DataFrame) -> DataFrame:
+    """Kafka's per-partition gauges (:data:`PARTITION_GAUGES`) of every replica, as step series from the
+    partition states: ``broker, topic, partition, gauge, time, value``, a row where a value changes.
+
+    A replica's gauge is the partition's figure while its broker leads it and 0 otherwise."""
+    require_columns(states, ("topic", "partition", "start", "leader", "replicas", "isr",
+                             *[c for c in PARTITION_GAUGES.values() if c not in ("isr", "replicas")]),
+                    "partition_gauges")
+    values = {g: F.size(c) if c in ("isr", "replicas") else F.coalesce(F.col(c), F.lit(False)).cast("int")
+              for g, c in PARTITION_GAUGES.items()}
+    each = (states.select("topic", "partition", "start", "leader", F.explode("replicas").alias("broker"),
+                          F.array(*[F.struct(F.lit(g).alias("gauge"), v.alias("v")) for g, v in values.items()])
+                          .alias("_gauges"))
+            .select("topic", "partition", "start", "leader", "broker", F.explode("_gauges").alias("g")))
+    steps = each.select("broker", "topic", "partition", "g.gauge", F.col("start").alias("time"),
+                        F.when(F.col("leader") == F.col("broker"), F.col("g.v")).otherwise(F.lit(0)).alias("value"))
+    order = Window.partitionBy("broker", "topic", "partition", "gauge").orderBy("time")
+    return (steps.withColumn("_prev", F.lag("value").over(order))
+            .where(F.col("_prev").isNull() | (F.col("_prev") != F.col("value"))).drop("_prev"))
+
+
+def _led_counts(states: DataFrame, flags: dict[str, Column]) -> DataFrame:
+    """:func:`_running_counts` per leader broker: ``broker, gauge, time, value``."""
+    led = states.where(F.col("leader") >= 0).withColumn("_key", F.col("leader"))
+    counts = _running_counts(led, flags, log_end=states.agg(F.max("end").alias("time")))
+    return counts.select(F.col("_key").cast("int").alias("broker"), "gauge", "time", "value")
+
+
+#: The gauges of a whole cluster's partitions that Kafka's controllers report
+#: (``kafka.controller:type=KafkaController,name=<gauge>``): the partitions with no leader, and all of them.
+CLUSTER_GAUGES = {"OfflinePartitionsCount": "offline", "GlobalPartitionCount": None}
+
+
+def cluster_gauges(states: DataFrame) -> DataFrame:
+    """The controllers' partition gauges (:data:`CLUSTER_GAUGES`) of each cluster, as step series.
+
+    ``OfflinePartitionsCount`` counts the cluster's partitions without a leader, ``GlobalPartitionCount``
+    every partition of a topic that exists; one row per cluster and gauge at its first partition, each
+    change and the end of the log.
+
+    Returns
+    -------
+    DataFrame
+        ``cluster_id string, gauge string, time timestamp, value int``.
+    """
+    require_columns(states, ("cluster_id", "start", "end", "end_reason", "offline"), "cluster_gauges")
+    keyed = states.withColumn("_key", F.col("cluster_id"))
+    counts = _running_counts(keyed, {g: F.lit(True) if c is None else F.col(c) for g, c in CLUSTER_GAUGES.items()},
+                             log_end=states.agg(F.max("end").alias("time")))
+    return counts.select(F.col("_key").alias("cluster_id"), "gauge", "time", "value")
+
+
+def _running_counts(states: DataFrame, flags: dict[str, Column], *, log_end: DataFrame) -> DataFrame:
+    """Per ``_key`` and named flag, the running count of intervals with the flag set: ``_key, gauge, time,
+    value``, a row at the key's first interval, each change and ``log_end`` (one ``time`` row)."""
     gauge = F.explode(F.array(*[F.struct(F.lit(name).alias("gauge"), F.coalesce(flag, F.lit(False)).cast("int")
                                          .alias("flag")) for name, flag in flags.items()]))
-    each = led.select(F.col("leader").alias("broker"), "start", "end", "end_reason", gauge.alias("g")).select(
-        "broker", "start", "end", "end_reason", "g.gauge", "g.flag")
-    opens = each.select("broker", "gauge", F.col("start").alias("time"), F.col("flag").alias("delta"))
+    each = states.select("_key", "start", "end", "end_reason", gauge.alias("g")).select(
+        "_key", "start", "end", "end_reason", "g.gauge", "g.flag")
+    opens = each.select("_key", "gauge", F.col("start").alias("time"), F.col("flag").alias("delta"))
     closes = (each.where(F.col("end_reason") != "log_end")
-              .select("broker", "gauge", F.col("end").alias("time"), (-F.col("flag")).alias("delta")))
-    steps = opens.unionByName(closes).groupBy("broker", "gauge", "time").agg(F.sum("delta").alias("delta"))
-    by_time = Window.partitionBy("broker", "gauge").orderBy("time")
+              .select("_key", "gauge", F.col("end").alias("time"), (-F.col("flag")).alias("delta")))
+    steps = opens.unionByName(closes).groupBy("_key", "gauge", "time").agg(F.sum("delta").alias("delta"))
+    by_time = Window.partitionBy("_key", "gauge").orderBy("time")
     running = steps.withColumn("value", F.sum("delta").over(by_time.rowsBetween(Window.unboundedPreceding, 0)))
     changed = (running.withColumn("_prev", F.lag("value").over(by_time))
                .where(F.col("_prev").isNull() | (F.col("_prev") != F.col("value"))))
-    log_end = states.agg(F.max("end").alias("time"))
-    last = (running.withColumn("_rank", F.row_number().over(Window.partitionBy("broker", "gauge")
+    last = (running.withColumn("_rank", F.row_number().over(Window.partitionBy("_key", "gauge")
                                                              .orderBy(F.col("time").desc())))
-            .where(F.col("_rank") == 1).select("broker", "gauge", "value").crossJoin(log_end))
-    return (changed.select("broker", "gauge", "time", "value")
-            .unionByName(last.select("broker", "gauge", "time", "value"))
-            .dropDuplicates(["broker", "gauge", "time"])
-            .select(F.col("broker").cast("int"), "gauge", "time", F.col("value").cast("int")))
+            .where(F.col("_rank") == 1).select("_key", "gauge", "value").crossJoin(log_end))
+    return (changed.select("_key", "gauge", "time", "value")
+            .unionByName(last.select("_key", "gauge", "time", "value"))
+            .dropDuplicates(["_key", "gauge", "time"])
+            .select("_key", "gauge", "time", F.col("value").cast("int")))
 
 
 def _compiled_counts(states: DataFrame) -> DataFrame:

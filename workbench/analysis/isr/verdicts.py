@@ -5,28 +5,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from workbench.analysis.isr.inputs import _static_key, static_min_isr
+from workbench.analysis.isr.moves import move_summary, moves_for, replica_moves
 from workbench.analysis.isr.outages import cluster_stops, episodes
 from workbench.analysis.isr.states import states_for
 from workbench.analysis.isr.textlog import with_text_logs
 from workbench.analysis.metadata_log import restarts_for
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 
 def findings(states: DataFrame, *, flap_threshold: int = 3, stops: DataFrame | None = None,
-             restarts: DataFrame | None = None) -> DataFrame:
+             restarts: DataFrame | None = None, changes: DataFrame | None = None,
+             moves: DataFrame | None = None) -> DataFrame:
     """ISR findings: offline and under-min-ISR episodes, and partitions whose ISR flapped.
 
     * ``offline`` (critical): the partition had no leader, from start to end;
     * ``under_min_isr`` (critical): its ISR was smaller than ``min.insync.replicas``: producers
       with ``acks=all`` were refused;
-    * ``isr_flapping`` (warning): its ISR shrank at least ``flap_threshold`` times; start and end
-      span the changes;
+    * ``isr_flapping`` (warning): its ISR lost a replica at least ``flap_threshold`` times (a
+      same-size swap counts); start and end span the changes; the summary names each replica that
+      left, how often and why, with ``changes`` (:func:`workbench.analysis.metadata_log.broker_changes`)
+      telling a fence or controlled shutdown from falling behind (:func:`~workbench.analysis.isr.
+      moves.replica_moves`; ``moves`` passes them computed);
     * ``cluster_stopped`` (info), with ``stops`` (:func:`cluster_stops`): a cluster's brokers all
       shut down in order at the end of its log. The offline and under-min-ISR episodes that began
       with that shutdown and last to the end of the log are its consequence, not an outage: they
@@ -67,39 +71,58 @@ def findings(states: DataFrame, *, flap_threshold: int = 3, stops: DataFrame | N
         F.create_map(F.lit("seconds"), F.col("seconds"), F.lit("min_isr"), F.col("min_isr").cast("double"),
                      F.lit("smallest_isr"), F.col("smallest_isr").cast("double")).alias("figures"),
         F.col("open").alias("_open"), F.col("topic_id").alias("_topic_id"))
-    order = Window.partitionBy("topic_id", "partition").orderBy("start", "start_offset")
-    changes = (states.withColumn("_prev", F.lag(F.size("isr")).over(order))
-               .withColumn("_shrink", F.size("isr") < F.col("_prev"))
-               .withColumn("_expand", F.size("isr") > F.col("_prev")))
+    moves = replica_moves(states, changes) if moves is None else moves
     if restarts is not None:  # nor are the changes of a whole-cluster stop and restart
         down = restarts.select(F.col("cluster_id").alias("_rc"), F.col("start").alias("_rs"),
                                F.col("end").alias("_re"))
-        changes = changes.join(down, changes["cluster_id"].eqNullSafe(down["_rc"]) & (changes["start"] >= down["_rs"])
-                               & (changes["start"] <= down["_re"]), "left_anti")
+        moves = moves.join(down, moves["cluster_id"].eqNullSafe(down["_rc"]) & (moves["time"] >= down["_rs"])
+                           & (moves["time"] <= down["_re"]), "left_anti")
     if stops is not None:  # a stopped cluster's last changes are its shutdown, not flapping
         stop_at = stops.select(F.col("cluster_id").alias("_cluster"), F.col("start").alias("_stop"))
-        changes = (changes.join(stop_at, changes["cluster_id"].eqNullSafe(stop_at["_cluster"]), "left")
-                   .where(F.col("_stop").isNull() | (F.col("start") < F.col("_stop"))))
-    flaps = (changes.where(F.col("_shrink") | F.col("_expand"))
-             .groupBy("topic", "topic_id", "partition").agg(
-                 F.sum(F.col("_shrink").cast("int")).alias("shrinks"),
-                 F.sum(F.col("_expand").cast("int")).alias("expands"),
-                 F.min("start").alias("start"), F.max("start").alias("end"))
-             .where(F.col("shrinks") >= flap_threshold)
-             .select(F.lit("isr_flapping").alias("kind"), F.lit("warning").alias("severity"), subject.alias("subject"),
-                     "start", "end",
-                     F.concat(F.lit("ISR of "), name, F.lit(" shrank "), F.col("shrinks").cast("string"),
-                              F.lit(" times and expanded "), F.col("expands").cast("string"),
-                              F.lit(" times (flapping)")).alias("summary"),
-                     F.create_map(F.lit("shrinks"), F.col("shrinks").cast("double"), F.lit("expands"),
-                                  F.col("expands").cast("double")).alias("figures"), F.lit(False).alias("_open"),
-                     F.col("topic_id").alias("_topic_id")))
+        moves = (moves.join(stop_at, moves["cluster_id"].eqNullSafe(stop_at["_cluster"]), "left")
+                 .where(F.col("_stop").isNull() | (F.col("time") < F.col("_stop"))).drop("_cluster", "_stop"))
+    flaps = _flapping(moves, flap_threshold, subject, name)
     out = offline.unionByName(under).unionByName(flaps).withColumn("subject_type", F.lit("partition"))
     if restarts is not None:
         out = _told_as_restarts(out, states, restarts)
     if stops is not None:
         out = _told_as_stops(out, states, stops)
     return out.withColumn("area", F.lit("isr")).select(*FINDINGS_COLUMNS)
+
+
+def _flapping(moves: DataFrame, flap_threshold: int, subject: Column, name: Column) -> DataFrame:
+    """The ``isr_flapping`` rows: partitions whose ISR lost a replica at least ``flap_threshold`` times,
+    naming each replica that left (how often, and why) and how often replicas joined again."""
+    keys = ["topic", "topic_id", "partition"]
+    per_replica = (move_summary(moves).where(F.col("left") > 0)
+                   .select(*keys, "replica", F.col("left").alias("_left"), F.col("fenced").alias("_fenced"),
+                           F.col("controlled_shutdown").alias("_shutdown"), F.col("fell_behind").alias("_behind")))
+    reasons = F.concat_ws(", ", *[F.when(F.col(c) > 0, F.concat(F.lit(f"{label} "), F.col(c).cast("string")))
+                                  for c, label in (("_fenced", "fenced"), ("_shutdown", "controlled shutdown"),
+                                                   ("_behind", "fell behind"))])
+    told = F.concat(F.lit("broker "), F.col("replica").cast("string"), F.lit(" left "), F.col("_left").cast("string"),
+                    F.lit(" times"), F.when(reasons != "", F.concat(F.lit(" ("), reasons, F.lit(")"))).otherwise(""))
+    named = (per_replica.groupBy(*keys)
+             .agg(F.sort_array(F.collect_list(F.struct((-F.col("_left")).alias("_n"), "replica", told.alias("_t"))))
+                  .alias("_told"),
+                  F.sum("_fenced").alias("_fenced"), F.sum("_behind").alias("_behind"))
+             .select(*keys, F.concat_ws("; ", F.col("_told._t")).alias("_named"), "_fenced", "_behind"))
+    counts = (moves.groupBy(*keys)
+              .agg(F.countDistinct(F.when(F.col("move") == "left", F.col("time"))).alias("shrinks"),
+                   F.countDistinct(F.when(F.col("move") == "joined", F.col("time"))).alias("expands"),
+                   F.min("time").alias("start"), F.max("time").alias("end"))
+              .where(F.col("shrinks") >= flap_threshold))
+    return (counts.join(named, keys, "left")
+            .select(F.lit("isr_flapping").alias("kind"), F.lit("warning").alias("severity"), subject.alias("subject"),
+                    "start", "end",
+                    F.concat(F.lit("ISR of "), name, F.lit(" shrank "), F.col("shrinks").cast("string"),
+                             F.lit(" times and expanded "), F.col("expands").cast("string"),
+                             F.lit(" times (flapping): "), F.coalesce(F.col("_named"), F.lit(""))).alias("summary"),
+                    F.create_map(F.lit("shrinks"), F.col("shrinks").cast("double"), F.lit("expands"),
+                                 F.col("expands").cast("double"), F.lit("fenced_leaves"),
+                                 F.coalesce(F.col("_fenced"), F.lit(0)).cast("double"), F.lit("lagged_leaves"),
+                                 F.coalesce(F.col("_behind"), F.lit(0)).cast("double")).alias("figures"),
+                    F.lit(False).alias("_open"), F.col("topic_id").alias("_topic_id")))
 
 
 def _told_as_restarts(found: DataFrame, states: DataFrame, restarts: DataFrame) -> DataFrame:
@@ -207,4 +230,5 @@ def findings_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
     key = _static_key(static_min_isr(tables, params))
     return tables.derive(f"isr.findings:{flap}:{key}",
                          lambda: findings(states_for(tables, params), flap_threshold=flap,
-                                          stops=cluster_stops(with_text_logs(tables)), restarts=restarts_for(tables)))
+                                          stops=cluster_stops(with_text_logs(tables)), restarts=restarts_for(tables),
+                                          moves=moves_for(tables, params)))

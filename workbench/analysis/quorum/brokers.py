@@ -7,55 +7,16 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from workbench.analysis._checks import require_columns
+from workbench.analysis.metadata_log import broker_changes
 from workbench.analysis.quorum.leaders import _voter_ids
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
 
 #: Columns of :func:`fence_events`.
 FENCE_COLUMNS = ("time", "offset", "broker_id", "broker_epoch", "event", "record_type", "episode_start",
                  "episode_end")
-
-
-def broker_changes(metadata: DataFrame) -> DataFrame:
-    """Broker registrations and their changes, one row per record of the metadata log.
-
-    The only reader of these records' fields in this module: with the ``metadata`` table's typed
-    columns (``broker_id, broker_epoch, fenced, in_controlled_shutdown``) it reads those, else the
-    ``fields`` JSON.
-
-    Returns
-    -------
-    DataFrame
-        ``time, offset, record_type, broker_id, broker_epoch, fenced`` (true: fenced, false:
-        unfenced, null: unchanged), ``in_controlled_shutdown`` (true when it began).
-    """
-    types = ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "FenceBrokerRecord",
-             "UnfenceBrokerRecord", "UnregisterBrokerRecord")
-    rows = metadata.where((F.col("file_kind") == "segment") & F.col("record_type").isin(*types))
-    rtype = F.col("record_type")
-    if {"broker_id", "broker_epoch", "fenced", "in_controlled_shutdown"} <= set(metadata.columns):
-        broker, epoch, fenced, shutdown = (F.col("broker_id"), F.col("broker_epoch"), F.col("fenced"),
-                                           F.col("in_controlled_shutdown"))
-    else:
-        def field(name: str) -> Column:
-            return F.get_json_object("fields", f"$.{name}")
-
-        broker = F.coalesce(field("brokerId"), field("id")).cast("int")
-        epoch = F.coalesce(field("brokerEpoch"), field("epoch")).cast("long")
-        flag = field("fenced")
-        fenced = (F.when(rtype == "FenceBrokerRecord", F.lit(True))
-                  .when(rtype == "UnfenceBrokerRecord", F.lit(False))
-                  .when(rtype == "RegisterBrokerRecord", F.coalesce(flag.cast("boolean"), F.lit(True)))
-                  .when(rtype == "BrokerRegistrationChangeRecord",
-                        F.when(flag == "1", F.lit(True)).when(flag == "-1", F.lit(False))))
-        ics = field("inControlledShutdown")
-        shutdown = (F.when(rtype == "RegisterBrokerRecord", ics.cast("boolean"))
-                    .when(rtype == "BrokerRegistrationChangeRecord", F.when(ics == "1", F.lit(True))))
-    return (rows.select(F.col("timestamp").alias("time"), "offset", "record_type", broker.alias("broker_id"),
-                        epoch.alias("broker_epoch"), fenced.alias("fenced"), shutdown.alias("in_controlled_shutdown"))
-            .dropDuplicates(["offset"]))
 
 
 def fence_events(metadata: DataFrame, episodes: DataFrame | None = None) -> DataFrame:
