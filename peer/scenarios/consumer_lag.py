@@ -14,8 +14,10 @@ cores to the clients.
   the topic's codec and two record headers (``trace-id``, ``source``), then exits (its buffer
   flushed). Between runs nothing is produced.
 * Consumer groups over the five codec topics, committing once a second: ``caught-up`` (as fast as it
-  can, the whole time), ``slow`` (``SLOW_RATE`` records/s in total, below the production rate) and
-  ``stopped`` (as fast as it can for ``STOPPED_S`` s, then gone, so its committed offsets freeze).
+  can, the whole time), ``slow`` (``SLOW_RATE`` records/s in total, a fraction of the production rate:
+  it works through one partition's fetched records at a time while it commits the unchanged offsets of
+  the others, which Burrow rates STALL, and it never catches up) and ``stopped`` (as fast as it can
+  for ``STOPPED_S`` s, then gone, so its committed offsets freeze).
 * A transactional producer (``txn`` mode of the same client) on ``txn-orders`` (2 partitions):
   ``TXN_COUNT`` transactions of ``TXN_RECORDS`` records, every third one aborted, each also
   committing an offset of group ``txn-app`` through the transaction. This puts
@@ -58,7 +60,7 @@ CYCLES = 6
 PRODUCE_RUN_S = 7
 CYCLE_S = 13
 SETTLE_S = 2.0
-SLOW_RATE = 40
+SLOW_RATE = 10
 STOPPED_S = 15
 SEGMENT_MS = 10_000
 RETENTION_TOPIC = "lag-retention"

@@ -30,8 +30,9 @@ from pyspark.sql import functions as F
 import workbench
 from peer.scenario import built_on
 from tests.kafka_bundles import answered_by, expiring, lag_beside_captures
-from tests.spark.internal_topics import dump_of, segments, topic_partition
+from tests.spark.internal_topics import dump_of, dumped_records, segments, topic_partition
 from workbench.analysis import consumer_lag as cl
+from workbench.analysis.consumer_lag import burrow
 from workbench.formats.dumptext_parse import parse_kafka_dump
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -360,3 +361,41 @@ def test_burrow_rates_the_stopped_group_stop_until_its_offsets_are_removed(bundl
             since = None
     caught_up = status[(status.group == "caught-up") & (status.stop > 0)]
     assert all(any(a < t <= b for a, b in paused) for t in caught_up.time), (caught_up.time.tolist(), paused)
+
+
+def _dumped_commits(path: Path, group: str) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """Per (topic, partition): ``(commitTimestamp ms, offset)`` of each of ``group``'s commits, from Kafka's
+    dump of ``__consumer_offsets`` (``--offsets-decoder``), in commit order."""
+    out: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
+    for seg in segments(path, lambda t: t == "__consumer_offsets"):
+        for _batch, rec in dumped_records(dump_of(path, seg)):
+            key = json.loads(rec["key"]) if rec.get("key") else None
+            if not key or key["type"] != "1" or key["data"]["group"] != group or rec["payload"] == "<DELETE>":
+                continue
+            value = json.loads(rec["payload"])["data"]
+            out[(key["data"]["topic"], key["data"]["partition"])].append((value["commitTimestamp"], value["offset"]))
+    return {tp: sorted(commits) for tp, commits in out.items()}
+
+
+def test_burrow_rates_the_slow_group_stall_where_kafkas_dumps_show_its_offsets_standing(bundle, lags, dumped):
+    """Burrow's STALL (``checkIfOffsetsStalled``) on a real group too slow for its partitions: the ``slow``
+    consumer works through one partition's fetched records at a time and meanwhile commits the unchanged
+    offsets of the others. Every STALL rated right after one of its commits is held against Kafka's own
+    dumps: the window's commits of that partition (``__consumer_offsets``, ``--offsets-decoder``) all carry
+    the one offset, and the newest record the computed lag counts (the data segment's dump) was written
+    before the evaluation. Full windows (Burrow's 10 commits) are among them, and the group is ERR,
+    STALL its worst partition, at each of those instants."""
+    path, _manifest, tables = bundle
+    status = cl.burrow_status(cl.lags_for(tables), cl.growth_for(tables)).toPandas()
+    stall = status[(status.group == "slow") & (status.status == "STALL")]
+    assert len(stall) and (stall.window == burrow.DEFAULT_INTERVALS).any(), stall.window.value_counts()
+    commits = _dumped_commits(path, "slow")
+    for row in stall.itertuples():
+        at_ms = int(pd.Timestamp(row.time).value // 1_000_000)
+        seen = [offset for ts, offset in commits[(row.topic, row.partition)] if ts <= at_ms]
+        assert len(seen) >= row.window and set(seen[-row.window:]) == {row.last_offset}, (row, seen[-12:])
+        newest = _holder(dumped[(row.topic, row.partition)], row.last_offset + row.current_lag - 1)
+        assert row.current_lag > 0 and newest is not None and newest["max_timestamp"] <= at_ms, (row, newest)
+    groups = cl.group_status_for(tables, {}).toPandas().set_index(["group", "time"])
+    at = groups.loc[[("slow", t) for t in stall.time.unique()]]
+    assert (at.status == "ERR").all() and (at.worst == "STALL").all() and (at.stall >= 1).all(), at
