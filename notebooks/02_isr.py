@@ -104,8 +104,9 @@ if isr_data and inv.report:
 # each broker's `ReplicaManager` gauges (`LeaderCount`, `UnderReplicatedPartitions`,
 # `AtMinIsrPartitionCount`, `UnderMinIsrPartitionCount`), each replica's per-partition gauges
 # (`UnderMinIsr`, `AtMinIsr`, `UnderReplicated`, `InSyncReplicasCount`, `ReplicasCount`: the
-# leader's figure, 0 on a follower) and each KRaft controller's `OfflinePartitionsCount` and
-# `GlobalPartitionCount`. A sample within 1.5 s of a computed change is not judged (brokers apply a
+# leader's figure, 0 on a follower) and the controllers' `OfflinePartitionsCount` and
+# `GlobalPartitionCount` (every KRaft controller's; in a ZooKeeper-era cluster only the active
+# controller's, the other brokers reporting 0 whatever the cluster's state). A sample within 1.5 s of a computed change is not judged (brokers apply a
 # change a little after the controller wrote it); a broker that leads nothing counts 0. Then the
 # samples that differ, if any.
 

@@ -6,6 +6,7 @@ Every test runs on the compiled replay and on the reference (Python) replay.
 from __future__ import annotations
 
 import pytest
+from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from tests.analysis.metadata_rows import MetadataLog, at
@@ -206,6 +207,32 @@ def test_every_kafka_gauge_sample_is_judged_against_its_own_series(spark):
         "broker int, gauge string, subject string, time timestamp, reported int, computed int, settling boolean, "
         "agrees boolean")
     assertDataFrameEqual(got, want)
+
+
+def test_zookeeper_era_controller_gauges_are_judged_at_the_active_controller_only(spark):
+    """A ZooKeeper-era broker reports ``OfflinePartitionsCount`` 0 unless it is the active controller
+    (Kafka's ``KafkaController``): in such a cluster a sample is judged when the same sample holds
+    ``ActiveControllerCount`` 1 or its value is above 0; the other zeros say nothing of the cluster. A
+    KRaft controller computes the gauge from its own image, active or not: each of its samples is judged."""
+    states = isr.partition_states(states_frame(spark, incident_log()))
+    controller = "kafka_controller_kafkacontroller_"
+    sample = [(9, controller + "activecontrollercount", 55, 1.0), (9, controller + "offlinepartitionscount", 55, 1.0),
+              (8, controller + "activecontrollercount", 55, 0.0), (8, controller + "offlinepartitionscount", 55, 0.0),
+              (7, controller + "offlinepartitionscount", 55, 0.0), (6, controller + "offlinepartitionscount", 55, 1.0)]
+    metrics = spark.createDataFrame([(n, name, {}, at(t), v) for n, name, t, v in sample],
+                                    "node_id int, name string, labels map<string,string>, timestamp timestamp, "
+                                    "value double")
+
+    def judged(**kw):
+        return (isr.kafka_gauges_beside(states, metrics, **kw).where(F.col("gauge") == "OfflinePartitionsCount")
+                .select("broker", "reported", "computed", "agrees"))
+
+    schema = "broker int, reported int, computed int, agrees boolean"
+    assertDataFrameEqual(judged(zookeeper=[None]),
+                         spark.createDataFrame([(9, 1, 1, True), (6, 1, 1, True)], schema))
+    assertDataFrameEqual(judged(), spark.createDataFrame(
+        [(9, 1, 1, True), (8, 0, 1, False), (7, 0, 1, False), (6, 1, 1, True)], schema))
+    assert judged(zookeeper=["another-cluster"]).count() == 4
 
 
 def test_partition_summary(spark, compiled):

@@ -11,6 +11,7 @@ to ``server.log``, ``state-change.log`` and ``controller.log``.
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import subprocess
@@ -101,6 +102,24 @@ def test_every_replica_manager_gauge_agrees_with_kafkas_samples(analysed):
     assert judged.agrees.all(), judged[~judged.agrees]
     nonzero = judged[(judged.gauge == "UnderMinIsrPartitionCount") & (judged.reported > 0)]
     assert len(nonzero) >= 3, len(nonzero)
+
+
+def test_controller_gauges_are_judged_at_the_active_controller_only(analysed):
+    """Every ZooKeeper-era broker exports ``KafkaController`` gauges, and reports 0 for them unless it is
+    the active controller: the ``OfflinePartitionsCount`` samples judged are exactly those JmxTool's own
+    CSVs show with ``ActiveControllerCount`` 1 (or a count above 0), and each agrees."""
+    path, _manifest, _states, _frame, tables = analysed
+    col = "kafka.controller:type=KafkaController,name={}:Value"
+    want = set()
+    for export in sorted((path / "metrics").glob("*-isr.csv")):
+        broker = int(export.name.split("-")[0])
+        for row in csv.DictReader(export.open()):
+            active, offline = row[col.format("ActiveControllerCount")], row[col.format("OfflinePartitionsCount")]
+            if offline.strip() and (active.strip() == "1" or int(offline) > 0):
+                want.add((broker, int(row["time"])))
+    beside = isr.kafka_gauges_for(tables, {}).where("gauge = 'OfflinePartitionsCount'").toPandas()
+    assert want and {(b, ms(t)) for b, t in zip(beside.broker, beside.time, strict=True)} == want
+    assert beside.agrees.dropna().all() and beside.agrees.notna().sum() >= 10, beside[beside.agrees == False]  # noqa: E712
 
 
 def test_the_area_reports_the_incident_and_the_stop_at_the_end_once(analysed):

@@ -134,13 +134,16 @@ def reported_cluster_gauges(metrics: DataFrame) -> DataFrame:
 
 
 def kafka_gauges_beside(states: DataFrame, metrics: DataFrame, *, nodes: DataFrame | None = None,
-                        settle_ms: int = SETTLE_MS) -> DataFrame:
+                        zookeeper: Iterable[str | None] = (), settle_ms: int = SETTLE_MS) -> DataFrame:
     """Every sample of Kafka's own ISR gauges in ``metrics`` beside the value the partition states give.
 
     Three families, one frame: the brokers' ``ReplicaManager`` gauges (subject: the broker), the
-    replicas' per-partition gauges (subject ``topic-partition``) and the KRaft controllers'
-    ``OfflinePartitionsCount`` and ``GlobalPartitionCount`` (subject: the cluster; each controller
-    computes them from its own metadata image). ``nodes`` (``node_id, cluster_id``) names each
+    replicas' per-partition gauges (subject ``topic-partition``) and the controllers'
+    ``OfflinePartitionsCount`` and ``GlobalPartitionCount`` (subject: the cluster). A KRaft controller
+    computes them from its own metadata image, active or not; a ZooKeeper-era broker reports 0 unless
+    it is the active controller, so in the clusters named in ``zookeeper`` only the samples of the
+    active controller are judged (its ``ActiveControllerCount`` 1 in the same sample, or a value
+    above 0, which no other broker reports). ``nodes`` (``node_id, cluster_id``) names each
     controller's cluster; when the states hold one cluster, every sample is of that one.
 
     Returns
@@ -171,6 +174,18 @@ def kafka_gauges_beside(states: DataFrame, metrics: DataFrame, *, nodes: DataFra
                 .withColumn("cluster_id", F.when(F.col("_owned").isNotNull(), F.col("cluster_id"))
                             .otherwise(F.col("_only")))
                 .drop("_n", "_only", "_owned"))
+    zk = list(zookeeper)
+    if zk:
+        named = [c for c in zk if c is not None]
+        in_zk = F.col("cluster_id").isin(*named) if named else F.lit(False)
+        if None in zk:
+            in_zk = in_zk | F.col("cluster_id").isNull()
+        active = _samples(metrics, CONTROLLER_PREFIX, ["ActiveControllerCount"]).select(
+            "broker", "time", F.col("value").alias("_active"))
+        reported = (reported.join(active, ["broker", "time"], "left")
+                    .where(~F.coalesce(in_zk, F.lit(False)) | (F.col("value") > 0)
+                           | F.coalesce(F.col("_active") == 1, F.lit(False)))
+                    .drop("_active"))
     controllers = (gauges_beside_reported(cluster_gauges(states), reported, settle_ms=settle_ms, keys=("cluster_id",))
                    .withColumn("subject", F.concat(F.lit("cluster "), F.coalesce("cluster_id", F.lit(""))))
                    .select(*cols))
@@ -188,8 +203,8 @@ def gauge_agreement(beside: DataFrame) -> DataFrame:
 
 def kafka_gauges_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
     """:func:`kafka_gauges_beside` of a bundle's partition states and metric exports, each controller's
-    cluster taken from the bundle's ``meta.properties``; kept once per bundle (its table and its
-    differences read it twice)."""
+    cluster taken from the bundle's ``meta.properties``, the clusters without a metadata log judged as
+    ZooKeeper-era ones; kept once per bundle (its table and its differences read it twice)."""
     from workbench.analysis.isr.inputs import _static_key, static_min_isr
     from workbench.analysis.isr.states import states_for
 
@@ -197,4 +212,5 @@ def kafka_gauges_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
     owners = tables.spark.createDataFrame(sorted(nodes.items()), "node_id int, cluster_id string")
     key = _static_key(static_min_isr(tables, params))
     return tables.derive(f"isr.kafka_gauges:{key}",
-                         lambda: kafka_gauges_beside(states_for(tables, params), tables.metrics, nodes=owners))
+                         lambda: kafka_gauges_beside(states_for(tables, params), tables.metrics, nodes=owners,
+                                                     zookeeper=tables.bundle.text_log_clusters()))
