@@ -31,8 +31,10 @@ Timeline (manifest ``phase`` events, ``name`` and ``state``), about three minute
 
 ``kafka-topics --describe`` (with the under-replicated and under-min-ISR views),
 ``kafka-consumer-groups --describe --all-groups`` and ``kafka-metadata-quorum describe`` are
-captured along the way; JmxTool samples each broker's ReplicaManager and remote-storage gauges,
-and MirrorMaker 2's metrics (node 0), each second.
+captured along the way; JmxTool samples, each second, each broker's ReplicaManager,
+remote-storage and metadata-loading gauges, each controller's KIP-835 gauges (the ``quorum``
+scenario's: applied and committed offsets, ``LastAppliedRecordLagMs``, ``raft-metrics``) and
+MirrorMaker 2's metrics (node 0).
 """
 
 from __future__ import annotations
@@ -43,8 +45,7 @@ import time
 from peer.cluster import free_ports
 from peer.process import Managed
 from peer.scenario import ScenarioContext
-from peer.scenarios import isr, mm2, tiered
-from peer.scenarios.quorum import leader_id
+from peer.scenarios import isr, mm2, quorum, tiered
 
 NAME = "demo"
 #: Scenario modules whose code this one runs: their source is part of this bundle's hash.
@@ -165,7 +166,10 @@ def run(ctx: ScenarioContext) -> None:
     ctx.event("mm2_replicating", run=1)
     audit(1500)  # JmxTool resolves its MBean names when it starts: after the topic's gauges exist
     for broker in prod.brokers:
-        ctx.sample(broker.id, "demo", broker.jmx_url, isr.ISR_MBEANS + tiered.mbeans(TIER_TOPIC))
+        ctx.sample(broker.id, "demo", broker.jmx_url,
+                   isr.ISR_MBEANS + tiered.mbeans(TIER_TOPIC) + quorum.BROKER_MBEANS)
+    for controller in prod.controllers:
+        ctx.sample(controller.id, "quorum", controller.jmx_url, quorum.CONTROLLER_MBEANS)
     ctx.sample(0, "mm2", f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{jmx_port}/jmxrmi", mm2.MM2_MBEANS,
                required=["type=MirrorSourceConnector"])
     isr.describe(ctx, bs, "baseline")
@@ -183,7 +187,7 @@ def run(ctx: ScenarioContext) -> None:
     # 3. the leader controller freezes: a commit stall and a new leader
     phase("controller_pause", "start")
     status = ctx.tool("metadata-quorum", ["--bootstrap-server", bs, "describe", "--status"])
-    leader = prod.node(leader_id(status))
+    leader = prod.node(quorum.leader_id(status))
     process = leader.process
     assert process is not None
     process.pause()
