@@ -76,6 +76,9 @@ if lag_data:
 # consumer positions within N bytes of the tail with p50, p90, p99 and p99.9 marked, the lag at
 # each commit of the worst group-partitions, and Burrow's status of each group (OK, WARN, ERR) at
 # its commits and between them (a group that stopped committing while its logs grew is STOP, so ERR).
+# Every figure follows the shared time window: the histograms and the curve count the commits of the
+# slices of the bundle's span (48 equal parts) that the window overlaps; the quantile marks are the
+# whole bundle's, drawn while the window covers it.
 
 # %%
 if lag_data:

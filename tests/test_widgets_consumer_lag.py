@@ -137,6 +137,31 @@ def test_view_follows_controls_and_the_shared_window():
     assert "consumer_lag" in view_factories()
 
 
+def sliced() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The histogram and the CDF's points as the area counts them: per time slice (03:10-03:11, 03:11-03:12)."""
+    first, second = (pd.Timestamp(DAY + "03:10:00"), pd.Timestamp(DAY + "03:11:00")), \
+        (pd.Timestamp(DAY + "03:11:00"), pd.Timestamp(DAY + "03:12:00"))
+    hist = pd.concat([HIST.assign(slice_start=first[0], slice_end=first[1]),
+                      HIST.iloc[[1]].assign(slice_start=second[0], slice_end=second[1], count=7)], ignore_index=True)
+    points = pd.DataFrame([(1, 0.0, 5, *first), (1, 1024.0, 5, *first), (1, 1024.0, 10, *second)],
+                          columns=["broker", "bytes", "count", "slice_start", "slice_end"])
+    return hist, points
+
+
+def test_histograms_and_the_page_cache_curve_follow_the_window_when_counted_per_slice():
+    hist, points = sliced()
+    window = TimeWindow()
+    view = ConsumerLagView({**frames(), "histogram_bytes": hist, "cdf_points": points}, window=window)
+    assert [list(t.y) for t in view.histogram.data] == [[5, 12, 0], [0, 0, 4]]
+    assert list(view.cache_figure.data[0].y) == [0.25, 1.0] and len(view.cache_figure.data) == 2  # and the marks
+    window.set(DAY + "03:11:10", DAY + "03:11:50")   # the second slice only
+    assert [list(t.y) for t in view.histogram.data] == [[7]]
+    assert [list(t.y) for t in view.cache_figure.data] == [[1.0]]   # no whole-bundle quantile marks
+    assert view.cache_figure.layout.title.text.endswith("(in the window)")
+    assert [json.loads(f.to_json()) for f in view.report_figures()[:1]] == [json.loads(
+        figure_lag_histogram(hist, metric="bytes", start=DAY + "03:11:10", end=DAY + "03:11:50").to_json())]
+
+
 def test_view_refuses_missing_frames():
     with pytest.raises(ConfigError, match="series"):
         ConsumerLagView({k: v for k, v in frames().items() if k != "series"})

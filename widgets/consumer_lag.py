@@ -4,8 +4,11 @@ Inputs are the small frames of :mod:`workbench.analysis.consumer_lag` (its area'
 with ``toPandas``), never commits by the million:
 
 * ``histogram_bytes`` / ``histogram_time`` — :func:`~workbench.analysis.consumer_lag.lag_histogram` by
-  ``broker, group, topic``: one row per key and power-of-two bucket (``bucket, lower, upper, count``);
-* ``cdf`` — :func:`~workbench.analysis.consumer_lag.byte_lag_cdf` by broker (``bytes, fraction, reads``);
+  ``broker, group, topic`` (and, from the area, ``slice_start, slice_end``: counted per time slice,
+  :func:`~workbench.analysis.consumer_lag.with_time_slices`): one row per key and power-of-two bucket
+  (``bucket, lower, upper, count``);
+* ``cdf_points`` — :func:`~workbench.analysis.consumer_lag.lag_points` by broker and time slice, or
+  ``cdf`` — :func:`~workbench.analysis.consumer_lag.byte_lag_cdf` by broker (``bytes, fraction, reads``);
 * ``page_cache`` — :func:`~workbench.analysis.consumer_lag.page_cache` by broker (``quantile, tail_bytes,
   cache_bytes``);
 * ``series`` — commits of the worst partitions (``group, topic, partition, commit_time, records_lag,
@@ -33,6 +36,7 @@ import plotly.graph_objects as go
 from widgets._figure import FigureWidget, empty_figure, redraw
 from widgets._frames import TimeLike, labelled, parse_time, plotly_text, require_columns, selection, utc_naive
 from widgets.linking import TimeWindow, register_view, report_window
+from workbench.analysis.consumer_lag.distributions import cdf_of_points, in_slices
 from workbench.errors import ConfigError
 
 __all__ = [
@@ -86,11 +90,12 @@ def _bucket_label(bucket: int, upper: float, metric: str) -> str:
 
 
 def figure_lag_histogram(hist: pd.DataFrame, *, metric: str = "bytes", brokers: Iterable[Any] | str | None = None,
-                         groups: Iterable[Any] | str | None = None, topics: Iterable[Any] | str | None = None
-                         ) -> go.Figure:
+                         groups: Iterable[Any] | str | None = None, topics: Iterable[Any] | str | None = None,
+                         start: TimeLike = None, end: TimeLike = None) -> go.Figure:
     """``ConsumerFetchLagBytes`` or ``ConsumerFetchLagTimeInMs`` as a histogram: commits per power-of-two bucket.
 
-    One bar trace per broker; buckets are equal steps on a log axis (0 on its own at the left).
+    One bar trace per broker; buckets are equal steps on a log axis (0 on its own at the left). Rows
+    counted per time slice keep the slices that overlap ``[start, end)``.
 
     Parameters
     ----------
@@ -100,6 +105,8 @@ def figure_lag_histogram(hist: pd.DataFrame, *, metric: str = "bytes", brokers: 
         ``bytes`` or ``time`` (labels only).
     brokers, groups, topics : iterable or comma-separated str, optional
         Keep only these (None: all).
+    start, end : str or datetime, optional
+        The time window (UTC).
 
     Examples
     --------
@@ -110,7 +117,7 @@ def figure_lag_histogram(hist: pd.DataFrame, *, metric: str = "bytes", brokers: 
     require_columns(hist, HISTOGRAM_COLUMNS, "lag histogram frame")
     title = "ConsumerFetchLagBytes (commits per bucket)" if metric == "bytes" else \
         "ConsumerFetchLagTimeInMs (commits per bucket)"
-    data = _filtered(hist, broker=brokers, group=groups, topic=topics)
+    data = _filtered(in_slices(hist, parse_time(start), parse_time(end)), broker=brokers, group=groups, topic=topics)
     if data.empty:
         return empty_figure(title, "no commits for this selection")
     per = data.groupby(["broker", "bucket", "upper"], as_index=False)["count"].sum()
@@ -128,18 +135,28 @@ def figure_lag_histogram(hist: pd.DataFrame, *, metric: str = "bytes", brokers: 
 
 
 def figure_page_cache(cdf: pd.DataFrame, cache: pd.DataFrame | None = None, *,
-                      brokers: Iterable[Any] | str | None = None) -> go.Figure:
+                      brokers: Iterable[Any] | str | None = None, start: TimeLike = None,
+                      end: TimeLike = None) -> go.Figure:
     """The page-cache curve: share of consumer positions within N bytes of the tail, per broker, p-quantiles marked.
 
     Parameters
     ----------
     cdf : pandas.DataFrame
-        :func:`~workbench.analysis.consumer_lag.byte_lag_cdf` by broker.
+        :func:`~workbench.analysis.consumer_lag.byte_lag_cdf` by broker, or
+        :func:`~workbench.analysis.consumer_lag.lag_points` by broker and time slice: then the curve is
+        of the slices that overlap ``[start, end)``.
     cache : pandas.DataFrame, optional
-        :func:`~workbench.analysis.consumer_lag.page_cache` by broker: its ``tail_bytes`` are marked.
+        :func:`~workbench.analysis.consumer_lag.page_cache` by broker: its ``tail_bytes`` are marked
+        (quantiles of the whole bundle: marked only when the window leaves no slice out).
     """
-    require_columns(cdf, CDF_COLUMNS, "byte-lag CDF frame")
     title = "Page cache: share of reads within N bytes of the log tail"
+    if "slice_start" in cdf.columns:
+        lo, hi = parse_time(start), parse_time(end)
+        if len(in_slices(cdf, lo, hi)) < len(cdf):
+            cache = None
+            title += " (in the window)"
+        cdf = cdf_of_points(cdf, start=lo, end=hi)
+    require_columns(cdf, CDF_COLUMNS, "byte-lag CDF frame")
     data = _filtered(cdf, broker=brokers)
     if data.empty:
         return empty_figure(title, "no commits with a known byte lag")
@@ -281,11 +298,11 @@ class ConsumerLagView(ipw.VBox):
     Parameters
     ----------
     frames : mapping of str to pandas.DataFrame
-        The area's view frames (``histogram_bytes``, ``histogram_time``, ``cdf``, ``page_cache``, ``series``,
-        and ``burrow`` when the analysis gives it).
+        The area's view frames (``histogram_bytes``, ``histogram_time``, ``cdf_points`` or ``cdf``,
+        ``page_cache``, ``series``, and ``burrow`` when the analysis gives it).
     window : widgets.linking.TimeWindow, optional
-        A shared window: the over-time figures' x axes follow it (the histograms and the curve cover
-        the whole bundle).
+        A shared window: the over-time figures' x axes follow it, and the histograms and the curve
+        count the commits of the time slices it overlaps (when their frames are counted per slice).
     top : int
         Lines drawn in the lag-over-time figure at first.
     groups : iterable of str or str, optional
@@ -312,6 +329,8 @@ class ConsumerLagView(ipw.VBox):
                  groups: Iterable[str] | str | None = None) -> None:
         self._frames = {k: frames[k] for k in ("histogram_bytes", "histogram_time", "cdf", "page_cache", "series",
                                                "burrow") if k in frames}
+        if "cdf_points" in frames:   # counted per time slice: the curve follows the window
+            self._frames["cdf"] = frames["cdf_points"]
         missing = [k for k in ("histogram_bytes", "histogram_time", "cdf", "series") if k not in self._frames]
         if missing:
             raise ConfigError(f"consumer-lag view: frames {missing} missing")
@@ -363,21 +382,24 @@ class ConsumerLagView(ipw.VBox):
         start, end = (self._window.range if self._window is not None else (None, None))
         return (
             figure_lag_histogram(self._frames[f"histogram_{hist_metric}"], metric=hist_metric, brokers=brokers,
-                                 groups=groups, topics=topics),
-            figure_page_cache(self._frames["cdf"], self._frames.get("page_cache"), brokers=brokers),
+                                 groups=groups, topics=topics, start=start, end=end),
+            figure_page_cache(self._frames["cdf"], self._frames.get("page_cache"), brokers=brokers, start=start,
+                              end=end),
             figure_lag_over_time(self._frames["series"], metric=metric, groups=groups, topics=topics,
                                  search=self.search.value or None, top=int(self.top.value), start=start, end=end),
             figure_burrow_status(self._burrow(), groups=groups, start=start, end=end),
         )
 
     def report_figures(self) -> list[go.Figure]:
-        """The static report's figures, for the given groups: the histograms of byte and time lag,
-        the page-cache curve, the byte lag at each commit and Burrow's status over the shared window."""
+        """The static report's figures, for the given groups, over the shared window: the histograms of
+        byte and time lag, the page-cache curve, the byte lag at each commit and Burrow's status."""
         start, end = report_window(None, None, self._window)
         return [
-            figure_lag_histogram(self._frames["histogram_bytes"], metric="bytes", groups=self._groups),
-            figure_lag_histogram(self._frames["histogram_time"], metric="time", groups=self._groups),
-            figure_page_cache(self._frames["cdf"], self._frames.get("page_cache")),
+            figure_lag_histogram(self._frames["histogram_bytes"], metric="bytes", groups=self._groups, start=start,
+                                 end=end),
+            figure_lag_histogram(self._frames["histogram_time"], metric="time", groups=self._groups, start=start,
+                                 end=end),
+            figure_page_cache(self._frames["cdf"], self._frames.get("page_cache"), start=start, end=end),
             figure_lag_over_time(self._frames["series"], metric="bytes", groups=self._groups, start=start, end=end),
             figure_burrow_status(self._burrow(), groups=self._groups, start=start, end=end),
         ]

@@ -6,6 +6,7 @@ the comments beside it; the real-Kafka tests (``test_consumer_lag_real_kafka.py`
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
@@ -272,3 +273,39 @@ def test_group_instants_reach_the_logs_end_or_the_removal_of_the_offsets_within_
     assert times() == {"a": list(range(0, 101, 10)), "b": [0, 10, 20, 30, 40], "c": [30]}
     thinned = times(points=4)    # steps of a quarter of the span, then every other instant and the last
     assert thinned == {"a": [0, 25, 75, 100], "b": [0, 21, 42], "c": [30]}
+
+
+def test_distributions_counted_per_time_slice_follow_a_window(spark):
+    """The view's histograms and page-cache curve are counted per slice of the commits' span (equal parts,
+    whole ms): summed over every slice they are the whole bundle's; over the slices a window overlaps they
+    are those computed over the span of those slices."""
+    commits = [(1, 0, 0), (1, 1, 100), (1, 2, 5000), (1, 3.5, 700), (2, 5, 64), (1, 9, 2**20), (2, 10, 3)]
+    lags = spark.createDataFrame([(b, "g", "t", at(s), lag, lag // 10) for b, s, lag in commits],
+                                 "broker int, group string, topic string, commit_time timestamp, bytes_lag long, "
+                                 "time_lag_ms long")
+    sliced = cl.with_time_slices(lags, slices=5)
+    # the span 0 .. 10 s is 10,001 ms: five slices of 2,001 ms from 0 s
+    got = sliced.select("commit_time", "slice_start", "slice_end").orderBy("commit_time").toPandas()
+    firsts = [0, 0, 0, 2.001, 4.002, 8.004, 8.004]
+    assert list(got.slice_start) == [pd.Timestamp(at(f)).tz_localize(None) for f in firsts]
+    assert list(got.slice_end - got.slice_start) == [pd.Timedelta(milliseconds=2001)] * len(commits)
+    slices = ("slice_start", "slice_end")
+    points = cl.lag_points(sliced, by=("broker", *slices)).toPandas()
+
+    def ordered(frame):
+        return frame.sort_values(["broker", "bytes"]).reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(ordered(cl.cdf_of_points(points)), ordered(cl.byte_lag_cdf(lags).toPandas()),
+                                  check_dtype=False)
+    # a window inside the second slice keeps that slice whole: the commit at 3.5 s
+    pd.testing.assert_frame_equal(
+        ordered(cl.cdf_of_points(points, start=at(2.5), end=at(3))),
+        ordered(cl.byte_lag_cdf(lags, start=at(2.001), end=at(4.002)).toPandas()), check_dtype=False)
+    assert cl.cdf_of_points(points, start=at(2.5), end=at(3)).reads.tolist() == [1]
+    hist = cl.lag_histogram(sliced, by=("broker", *slices)).toPandas()
+    summed = hist.groupby(["broker", "bucket"])["count"].sum().sort_index()
+    whole = cl.lag_histogram(lags).toPandas().set_index(["broker", "bucket"])["count"].sort_index()
+    pd.testing.assert_series_equal(summed, whole, check_dtype=False)
+    windowed = cl.in_slices(hist, at(4.5), at(9))  # the third slice to the fifth (the fourth is empty), whole
+    assert sorted(zip(windowed.broker, windowed.bucket, windowed["count"], strict=True)) == [
+        (1, 20, 1), (2, 2, 1), (2, 6, 1)]

@@ -21,6 +21,8 @@ historically, from the ``offsets``, ``batches`` and (for leaders) ``metadata`` t
   min, max, mean, stddev, 50th … 99.9th percentile);
 * :func:`page_cache` and :func:`byte_lag_cdf` — how many bytes of log tail, and how much page cache,
   would have served p50, p90, p99 and p99.9 of consumer positions, per broker;
+* :func:`with_time_slices`, :func:`lag_points`, :func:`in_slices` and :func:`cdf_of_points` — the
+  view's distributions counted per slice of the bundle's span, so that they follow a time window;
 * :func:`retention_loss` — groups whose committed offset fell below the log start: the records they
   skipped, exactly;
 * :func:`stuck_partitions` and :func:`removed_offsets` — committed offsets that stood still while the log
@@ -87,15 +89,20 @@ from workbench.analysis.consumer_lag.burrow_history import (
 from workbench.analysis.consumer_lag.distributions import (
     CACHE_QUANTILES,
     METRICS,
+    VIEW_SLICES,
     YAMMER_PERCENTILES,
     broker_writes,
     bucket_of,
     byte_lag_cdf,
     cache_lags_for,
+    cdf_of_points,
+    in_slices,
     lag_histogram,
+    lag_points,
     lag_summary,
     page_cache,
     with_cache_bytes,
+    with_time_slices,
 )
 from workbench.analysis.consumer_lag.inputs import (
     COMMIT_COLUMNS,
@@ -144,5 +151,6 @@ __all__ = [
     "retention_loss", "stuck_partitions", "removed_groups", "BURROW_SCHEMA", "burrow_status", "BURROW_BUCKETS",
     "burrow_inputs", "burrow_group_status", "group_instants", "DEFAULT_LAG_WARN_S", "group_lag_summary", "findings",
     "cache_lags_for", "loss_for", "group_status_for", "findings_for", "GROUP_GROUPS", "ConsumerLagAnalysis", "analyse",
-    "area_findings", "VIEW_TOP_PARTITIONS", "top_partitions", "view_frames", "key_figures",
+    "area_findings", "VIEW_TOP_PARTITIONS", "top_partitions", "view_frames", "key_figures", "lag_points",
+    "VIEW_SLICES", "with_time_slices", "in_slices", "cdf_of_points",
 ]

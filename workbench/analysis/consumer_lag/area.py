@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from workbench.analysis.consumer_lag.burrow_history import group_status_for
-from workbench.analysis.consumer_lag.distributions import byte_lag_cdf, cache_lags_for, lag_histogram, page_cache
+from workbench.analysis.consumer_lag.distributions import (
+    cache_lags_for,
+    lag_histogram,
+    lag_points,
+    page_cache,
+    with_time_slices,
+)
 from workbench.analysis.consumer_lag.inputs import _has_commits, commits_for, removed_for
 from workbench.analysis.consumer_lag.lag import VIEW_TOP_PARTITIONS, lags_for, top_partitions
 from workbench.analysis.consumer_lag.retention import loss_for, removed_groups
@@ -50,7 +56,8 @@ def area_findings(result: ConsumerLagAnalysis) -> DataFrame:
 
 
 def view_frames(result: ConsumerLagAnalysis) -> dict[str, DataFrame]:
-    """What the consumer-lag view draws: histograms, the page-cache CDF, the worst partitions' series, groups."""
+    """What the consumer-lag view draws: histograms and the page-cache CDF's points (counted per time slice,
+    so that they follow a time window), the worst partitions' series, groups, Burrow's statuses."""
     if not result.has_commits:
         return {}
     tables, params = result.tables, result.params
@@ -58,11 +65,13 @@ def view_frames(result: ConsumerLagAnalysis) -> dict[str, DataFrame]:
     top = top_partitions(lags, int(params.get("lag_top_partitions") or VIEW_TOP_PARTITIONS))
     keep = ["group", "topic", "partition", "commit_time", "committed_offset", "log_end_offset", "records_lag",
             "bytes_lag", "time_lag_ms", "broker"]
+    sliced = with_time_slices(lags)
+    slice_keys = ("slice_start", "slice_end")
     return {
-        "histogram_bytes": lag_histogram(lags, metric="bytes", by=("broker", "group", "topic")),
-        "histogram_time": lag_histogram(lags, metric="time", by=("broker", "group", "topic")),
+        "histogram_bytes": lag_histogram(sliced, metric="bytes", by=("broker", "group", "topic", *slice_keys)),
+        "histogram_time": lag_histogram(sliced, metric="time", by=("broker", "group", "topic", *slice_keys)),
         "page_cache": page_cache(lags),
-        "cdf": byte_lag_cdf(lags),
+        "cdf_points": lag_points(sliced, by=("broker", *slice_keys)),
         "top_partitions": top,
         "series": lags.join(top.select("group", "topic", "partition"), ["group", "topic", "partition"])
         .select(*keep),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
@@ -195,6 +196,28 @@ def _nearest_rank(data: DataFrame, column: str, by: Sequence[str], quantiles: Se
     return picked.select(*by, "quantile", F.col("_n").alias("reads"), F.col("_v").cast("long").alias(name))
 
 
+def lag_points(lags: DataFrame, *, column: str = "bytes_lag", by: Sequence[str] = ("broker",),
+               per_octave: int = 4, start: Any = None, end: Any = None) -> DataFrame:
+    """Commits per point of a log scale of a byte measure: what :func:`byte_lag_cdf` accumulates.
+
+    Returns
+    -------
+    DataFrame
+        One row per key and point holding commits: ``by`` columns, ``bytes`` (0, then
+        ``2^(j/per_octave)``: the commits counted have ``column`` above the point before and at most
+        this one), ``count``. At most ``per_octave`` × 60 points per key.
+    """
+    require_columns(lags, (column, "commit_time", *by), "lag_points")
+    if per_octave < 1:
+        raise ConfigError(f"per_octave: expected at least 1, got {per_octave}")
+    data = _window(lags, start, end).where(F.col(column).isNotNull())
+    point = F.when(F.col(column) <= 0, F.lit(-1)).otherwise(
+        F.ceil(F.log2(F.col(column).cast("double")) * per_octave)).cast("int")
+    counted = data.groupBy(*by, point.alias("_j")).agg(F.count("*").alias("count"))
+    return counted.select(*by, F.when(F.col("_j") < 0, F.lit(0.0)).otherwise(
+        F.pow(F.lit(2.0), F.col("_j") / per_octave)).alias("bytes"), "count")
+
+
 def byte_lag_cdf(lags: DataFrame, *, column: str = "bytes_lag", by: Sequence[str] = ("broker",),
                  per_octave: int = 4, start: Any = None, end: Any = None) -> DataFrame:
     """The cumulative distribution of a byte measure over commits, at fixed points on a log scale.
@@ -207,17 +230,57 @@ def byte_lag_cdf(lags: DataFrame, *, column: str = "bytes_lag", by: Sequence[str
         Small however many commits: at most ``per_octave`` × 60 points per key.
     """
     require_columns(lags, (column, "commit_time", *by), "byte_lag_cdf")
-    if per_octave < 1:
-        raise ConfigError(f"per_octave: expected at least 1, got {per_octave}")
-    data = _window(lags, start, end).where(F.col(column).isNotNull())
-    point = F.when(F.col(column) <= 0, F.lit(-1)).otherwise(
-        F.ceil(F.log2(F.col(column).cast("double")) * per_octave)).cast("int")
-    counted = data.groupBy(*by, point.alias("_j")).agg(F.count("*").alias("_c"))
-    order = (Window.partitionBy(*by) if by else Window.partitionBy(F.lit(1))).orderBy("_j")
-    cum = (counted.withColumn("_cum", F.sum("_c").over(order.rowsBetween(Window.unboundedPreceding, 0)))
-           .withColumn("reads", F.sum("_c").over(Window.partitionBy(*by) if by else Window.partitionBy(F.lit(1)))))
-    return cum.select(*by, F.when(F.col("_j") < 0, F.lit(0.0)).otherwise(F.pow(F.lit(2.0), F.col("_j") / per_octave))
-                      .alias("bytes"), (F.col("_cum") / F.col("reads")).alias("fraction"), "reads")
+    counted = lag_points(lags, column=column, by=by, per_octave=per_octave, start=start, end=end)
+    order = (Window.partitionBy(*by) if by else Window.partitionBy(F.lit(1))).orderBy("bytes")
+    cum = (counted.withColumn("_cum", F.sum("count").over(order.rowsBetween(Window.unboundedPreceding, 0)))
+           .withColumn("reads", F.sum("count").over(Window.partitionBy(*by) if by else Window.partitionBy(F.lit(1)))))
+    return cum.select(*by, "bytes", (F.col("_cum") / F.col("reads")).alias("fraction"), "reads")
+
+
+#: Equal parts of a bundle's commit span that the view's distributions are counted in, so that they
+#: can follow a time window without the commits themselves.
+VIEW_SLICES = 48
+
+
+def with_time_slices(lags: DataFrame, *, slices: int = VIEW_SLICES, time: str = "commit_time") -> DataFrame:
+    """``lags`` with ``slice_start, slice_end``: the part of the span from the first to the last ``time``,
+    cut into ``slices`` equal parts (whole milliseconds), that holds each row."""
+    require_columns(lags, (time,), "with_time_slices")
+    if slices < 1:
+        raise ConfigError(f"slices: expected at least 1, got {slices}")
+    span = lags.agg(F.unix_millis(F.min(time)).alias("_t0"), F.unix_millis(F.max(time)).alias("_t1"))
+    width = F.greatest(F.lit(1), F.ceil((F.col("_t1") - F.col("_t0") + 1) / F.lit(slices))).cast("long")
+    first = F.col("_t0") + F.floor((F.unix_millis(F.col(time)) - F.col("_t0")) / F.col("_w")).cast("long") * F.col("_w")
+    return (lags.crossJoin(F.broadcast(span.select("_t0", width.alias("_w"))))
+            .withColumn("slice_start", F.timestamp_millis(first))
+            .withColumn("slice_end", F.timestamp_millis(first + F.col("_w")))
+            .drop("_t0", "_w"))
+
+
+def in_slices(frame: pd.DataFrame, start: Any = None, end: Any = None) -> pd.DataFrame:
+    """The rows of a frame counted in time slices (``slice_start, slice_end``) whose slice overlaps
+    ``[start, end)``; a frame without slices is returned whole (it covers the whole bundle)."""
+    if "slice_start" not in frame.columns or (start is None and end is None):
+        return frame
+    keep = pd.Series(True, index=frame.index)
+    if start is not None:
+        keep &= pd.to_datetime(frame["slice_end"]) > pd.Timestamp(_as_datetime(start))
+    if end is not None:
+        keep &= pd.to_datetime(frame["slice_start"]) < pd.Timestamp(_as_datetime(end))
+    return frame[keep]
+
+
+def cdf_of_points(points: pd.DataFrame, *, by: Sequence[str] = ("broker",), start: Any = None,
+                  end: Any = None) -> pd.DataFrame:
+    """:func:`byte_lag_cdf`'s rows (``by, bytes, fraction, reads``) from :func:`lag_points` rows, summed over
+    the time slices that overlap ``[start, end)`` (:func:`in_slices`; all of them by default)."""
+    data = in_slices(points, start, end)
+    key = list(by)
+    counted = data.groupby([*key, "bytes"], as_index=False)["count"].sum().sort_values([*key, "bytes"])
+    grouped = counted.groupby(key) if key else counted.groupby(lambda _i: 0)
+    counted["reads"] = grouped["count"].transform("sum")
+    counted["fraction"] = grouped["count"].cumsum() / counted["reads"]
+    return counted[[*key, "bytes", "fraction", "reads"]].reset_index(drop=True)
 
 
 def cache_lags_for(tables: Any) -> DataFrame:
