@@ -73,7 +73,12 @@ if mirror_data:
 #
 # KIP-971's replication-record-lag per window: the line is the value at the window's end, the band
 # spans the window's min and max, the dashed line is its time-weighted average. Red bands: MirrorMaker 2
-# replicated nothing for the flow; orange: this partition alone stalled.
+# replicated nothing for the flow; orange: this partition alone stalled. KIP-971 reads the task's
+# in-memory last replicated offset; the bundle holds the one Connect committed, every
+# `offset.flush.interval.ms` of the target's worker settings in `mm2.properties` (60 s by default)
+# while records move. So this backlog may exceed KIP-971's figure by what MirrorMaker 2 replicated
+# since its last commit, `connect_age_s` seconds before each point of the timeline (`progress_end`, the
+# larger of the committed and the offset-synced positions, is the tighter bound).
 
 # %%
 if mirror_data:

@@ -38,16 +38,16 @@ def frames(spark):
 def test_timeline(spark, frames):
     timeline, _ = frames
     cols = "time timestamp, boundary boolean, log_end_offset long, replicated_end long, lro_source string, " \
-           "lag_records long, lag_bytes long, lag_age_s double"
+           "lag_records long, lag_bytes long, lag_age_s double, connect_age_s double"
     want = spark.createDataFrame([
-        (at(0), True, None, None, None, None, None, None),
-        (at(1), False, 10, None, None, None, None, None),
-        (at(3), False, 10, 5, "offset_sync", 5, 100, 2.0),       # batch 1 waits since 1 s
-        (at(5), False, 20, 5, "offset_sync", 15, 200, 4.0),
-        (at(6), False, 20, 10, "connect_offset", 10, 100, 1.0),  # the Connect offset wins; batch 2 since 5 s
-        (at(10), True, 20, 10, "connect_offset", 10, 100, 5.0),
-        (at(12), False, 30, 10, "connect_offset", 20, 200, 7.0),
-        (at(20), True, 30, 10, "connect_offset", 20, 200, 15.0),
+        (at(0), True, None, None, None, None, None, None, None),
+        (at(1), False, 10, None, None, None, None, None, None),
+        (at(3), False, 10, 5, "offset_sync", 5, 100, 2.0, None),       # batch 1 waits since 1 s
+        (at(5), False, 20, 5, "offset_sync", 15, 200, 4.0, None),
+        (at(6), False, 20, 10, "connect_offset", 10, 100, 1.0, 0.0),  # the Connect offset wins; batch 2 since 5 s
+        (at(10), True, 20, 10, "connect_offset", 10, 100, 5.0, 4.0),  # committed 4 s ago
+        (at(12), False, 30, 10, "connect_offset", 20, 200, 7.0, 6.0),
+        (at(20), True, 30, 10, "connect_offset", 20, 200, 15.0, 14.0),
     ], cols)
     assertDataFrameEqual(timeline.select(*[c.split()[0] for c in cols.split(", ")]), want)
 

@@ -27,7 +27,7 @@ OBSERVATION_SCHEMA = (
 TIMELINE_COLUMNS = (
     "source_alias", "target_alias", "topic", "partition", "time", "boundary", "log_end_offset", "log_end_bytes",
     "replicated_end", "lro_source", "connect_end", "synced_end", "progress_end", "lag_records", "lag_bytes",
-    "lag_age_s",
+    "lag_age_s", "connect_age_s",
 )
 WINDOW_COLUMNS = (
     "source_alias", "target_alias", "topic", "partition", "window_start", "window_end", "lro_source",
@@ -126,7 +126,11 @@ def lag_timeline(growth: DataFrame, observations: DataFrame, *, window_s: float 
         * ``lag_bytes``: bytes of source log from the batch holding offset ``replicated_end`` to the
           log end (a batch partly replicated counts in full); 0 when nothing waits;
         * ``lag_age_s``: seconds since the log held that batch (its ``max_timestamp``, as a running
-          maximum): the age of the oldest record not yet replicated; 0 when nothing waits.
+          maximum): the age of the oldest record not yet replicated; 0 when nothing waits;
+        * ``connect_age_s``: seconds since the last Connect source offset (null before the first).
+          Connect commits them every ``offset.flush.interval.ms`` while records move, and KIP-971's
+          metric reads the task's in-memory offset: a backlog from ``connect_offset`` overstates it by
+          at most what MirrorMaker 2 replicated in these seconds.
 
     Examples
     --------
@@ -140,29 +144,34 @@ def lag_timeline(growth: DataFrame, observations: DataFrame, *, window_s: float 
     nothing = F.lit(None)
     g = growth.select(*key, F.col("reached").alias("time"), F.lit(0).alias("_src"), F.col("end_offset").alias("_ord"),
                       F.col("end_offset").alias("_leo"), F.col("bytes_end").alias("_leo_bytes"),
-                      nothing.cast("long").alias("_c"), nothing.cast("long").alias("_s"))
+                      nothing.cast("long").alias("_c"), nothing.cast("long").alias("_s"),
+                      nothing.cast("timestamp").alias("_ct"))
+    connect = F.col("kind") == "connect_offset"
     o = observations.select(*key, "time",
-                            F.when(F.col("kind") == "connect_offset", 1).otherwise(2).alias("_src"),
+                            F.when(connect, 1).otherwise(2).alias("_src"),
                             F.col("record_offset").alias("_ord"), nothing.cast("long").alias("_leo"),
                             nothing.cast("long").alias("_leo_bytes"),
-                            F.when(F.col("kind") == "connect_offset", F.col("replicated_end")).alias("_c"),
-                            F.when(F.col("kind") == "offset_sync", F.col("replicated_end")).alias("_s"))
+                            F.when(connect, F.col("replicated_end")).alias("_c"),
+                            F.when(F.col("kind") == "offset_sync", F.col("replicated_end")).alias("_s"),
+                            F.when(connect, F.col("time")).alias("_ct"))
     events = g.unionByName(o)
+    filled_cols = ("_leo", "_leo_bytes", "_c", "_s", "_ct")
     grid = _grid(events, key, "time", window_s, start, end).select(
         *key, "time", F.lit(3).alias("_src"), F.lit(None).cast("long").alias("_ord"),
-        *[nothing.cast("long").alias(c) for c in ("_leo", "_leo_bytes", "_c", "_s")])
+        *[nothing.cast("long").alias(c) for c in ("_leo", "_leo_bytes", "_c", "_s")],
+        nothing.cast("timestamp").alias("_ct"))
     order = Window.partitionBy(*key).orderBy("time", "_src", F.col("_ord").asc_nulls_first())
     running = order.rowsBetween(Window.unboundedPreceding, 0)
     filled = events.unionByName(grid).select(
-        *key, "time", "_src", "_ord",
-        *[F.last(c, ignorenulls=True).over(running).alias(c) for c in ("_leo", "_leo_bytes", "_c", "_s")])
+        *key, "time", "_src", "_ord", *[F.last(c, ignorenulls=True).over(running).alias(c) for c in filled_cols])
     at_time = Window.partitionBy(*key, "time")
     last = Window.partitionBy(*key, "time").orderBy(F.col("_src").desc(), F.col("_ord").desc_nulls_last())
     rows = (filled.withColumn("boundary", F.max((F.col("_src") == 3).cast("int")).over(at_time) == 1)
             .withColumn("_n", F.row_number().over(last)).where(F.col("_n") == 1)
             .select(*key, "time", "boundary", F.col("_leo").alias("log_end_offset"),
                     F.col("_leo_bytes").alias("log_end_bytes"), F.col("_c").alias("connect_end"),
-                    F.col("_s").alias("synced_end"))
+                    F.col("_s").alias("synced_end"),
+                    ((F.unix_micros("time") - F.unix_micros("_ct")) / F.lit(1e6)).alias("connect_age_s"))
             .withColumn("replicated_end", F.coalesce("connect_end", "synced_end"))
             .withColumn("lro_source", F.when(F.col("connect_end").isNotNull(), F.lit("connect_offset"))
                         .when(F.col("synced_end").isNotNull(), F.lit("offset_sync")))
