@@ -21,7 +21,10 @@
 # seed asked for, never shipped) and in time (`ConsumerFetchLagTimeInMs`): computed from the commits in
 # `__consumer_offsets` and the segments' batch positions and timestamps. Then how much page cache
 # would have served the reads, which groups lost records to retention, whose offsets expired, and
-# Burrow's verdicts over time.
+# Burrow's verdicts over time. The seed's metrics measure each fetch; a bundle keeps only the
+# commits, so every figure here is sampled at a group's commits (a consumer fetches ahead of what it
+# commits: the fetch offset the seed measures runs ahead of the committed one by the records fetched
+# and not yet committed, so the lag here is the larger).
 
 # %% tags=["parameters"]
 bundle: str = ""  # bundle directory or archive (empty: the demo bundle, a real incident captured from Kafka)
