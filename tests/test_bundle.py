@@ -185,6 +185,33 @@ def test_clusters_whose_node_ids_repeat_are_kept_apart(tmp_path):
     assert bundle.node_clusters() == {2: "east-id"}  # node id 1 names a node of each cluster
 
 
+def test_each_meta_properties_is_read_once_for_nodes_clusters_and_problems(tmp_path, monkeypatch):
+    """A log dir's node, its files' cluster and the node's cluster come from one reading of its
+    ``meta.properties``, so they agree: a ZooKeeper-era ``broker.id``, a cluster id written with
+    trailing blanks, a ``node.id`` Kafka would refuse (the directory's number taken, the problem kept)."""
+    for rel, meta in (("nodes/1/logs", "broker.id=1\nversion=0\ncluster.id=zk-east  \n"),
+                      ("nodes/2/logs", "node.id=2\nversion=1\ncluster.id=zk-east\n"),
+                      ("nodes/5/logs", "node.id=9999999999\nversion=1\ncluster.id=zk-east\n")):
+        (tmp_path / rel / "orders-0").mkdir(parents=True)
+        (tmp_path / rel / "meta.properties").write_text(meta)
+        (tmp_path / rel / "orders-0" / "00000000000000000000.log").write_bytes(b"")
+    reads = []
+    read_text = Path.read_text
+
+    def counted(self, *args, **kwargs):
+        if self.name == "meta.properties":
+            reads.append(self)
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", counted)
+    bundle = open_bundle(tmp_path)
+    got = {a.path: (a.node_id, a.cluster_id) for a in bundle.artifacts if a.kind == "segment"}
+    assert got == {f"nodes/{n}/logs/orders-0/00000000000000000000.log": (n, "zk-east") for n in (1, 2, 5)}
+    assert bundle.node_clusters() == {1: "zk-east", 2: "zk-east", 5: "zk-east"}
+    assert [p.kind for p in bundle.problems] == ["out_of_range"]
+    assert len(reads) == 3 and len(set(reads)) == 3
+
+
 def test_log_dirs_without_meta_properties_are_numbered_from_their_paths(tmp_path):
     """Very old releases wrote no ``meta.properties``, and copies leave it out: each such log dir is
     one node, numbered by the number its path ends a name with, else the smallest id no node has."""

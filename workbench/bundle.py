@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from workbench.errors import BundleError, ConfigError, UnsupportedError
-from workbench.formats.kraft_files import parse_java_properties, parse_snapshot_name
+from workbench.formats.kraft_files import MetaProperties, parse_meta_properties, parse_snapshot_name
 from workbench.formats.problems import Problem
 from workbench.formats.topics import METADATA_TOPIC
 
@@ -97,6 +97,8 @@ class Bundle:
     manifest: dict | None = None
     problems: list[Problem] = field(default_factory=list)
     _clusters: dict[int, str] | None = field(default=None, repr=False, compare=False)
+    #: every ``meta.properties`` read, by path: discovery reads each once, :meth:`node_clusters` reuses them
+    _metas: dict[Path, MetaProperties | None] = field(default_factory=dict, repr=False, compare=False)
     #: the extraction directory this bundle owns (an archive opened without ``extract_to``)
     owned_dir: Path | None = field(default=None, repr=False, compare=False)
     #: log dirs without ``meta.properties`` (very old releases, a copy that left it out), each with
@@ -143,13 +145,10 @@ class Bundle:
         ``meta.properties`` is missing or unreadable are absent.
         """
         if self._clusters is None:
-            from workbench.formats.kraft_files import parse_meta_properties
-
             found: dict[int, set[str]] = {}
             for a in self.of_kind("meta_properties"):
-                try:
-                    meta = parse_meta_properties((self.root / a.path).read_text("utf-8", errors="replace"))
-                except (OSError, ValueError):
+                meta = read_meta(self.root / a.path, self._metas)
+                if meta is None:
                     continue
                 node = meta.node_id if meta.node_id is not None else a.node_id
                 for p in meta.problems:
@@ -159,8 +158,9 @@ class Bundle:
                                                  f"node.id {meta.node_id} is outside 0..{2**31 - 1}; "
                                                  f"the node is taken from its directory ({a.node_id})"))
                     node = a.node_id
-                if meta.cluster_id and node is not None and node >= 0:
-                    found.setdefault(node, set()).add(meta.cluster_id)
+                cluster = cluster_of_meta(meta)
+                if cluster and node is not None and node >= 0:
+                    found.setdefault(node, set()).add(cluster)
             self._clusters = {node: next(iter(ids)) for node, ids in found.items() if len(ids) == 1}
         return dict(self._clusters)
 
@@ -283,13 +283,14 @@ def _discover(root: Path) -> Bundle:
     artifacts: list[Artifact] = []
     problems: list[Problem] = []
     node_cache: dict[Path, int] = {}
+    metas: dict[Path, MetaProperties | None] = {}
     for file in _walk(root):
         try:
-            artifacts.append(_classify(root, file, node_cache))
+            artifacts.append(_classify(root, file, node_cache, metas))
         except OSError as exc:
             problems.append(Problem(str(file), 0, "unreadable", str(exc)))
     artifacts, path_nodes = _number_unnamed_log_dirs(root, artifacts)
-    artifacts = _assign_clusters(root, artifacts)
+    artifacts = _assign_clusters(root, artifacts, metas)
     manifest = None
     manifest_path = root / "manifest.json"
     if manifest_path.is_file():
@@ -302,7 +303,8 @@ def _discover(root: Path) -> Bundle:
                                     f"manifest.json holds a JSON {type(manifest).__name__}, expected an object; "
                                     "ignored"))
             manifest = None
-    return Bundle(root=root, artifacts=artifacts, manifest=manifest, problems=problems, path_nodes=path_nodes)
+    return Bundle(root=root, artifacts=artifacts, manifest=manifest, problems=problems, path_nodes=path_nodes,
+                  _metas=metas)
 
 
 #: ``zipfile`` compression methods Python can read (stored, deflate, bzip2, lzma).
@@ -588,7 +590,33 @@ def _walk(root: Path) -> Iterator[Path]:
             yield path
 
 
-def _assign_clusters(root: Path, artifacts: list[Artifact]) -> list[Artifact]:
+def read_meta(path: Path, cache: dict[Path, MetaProperties | None]) -> MetaProperties | None:
+    """The ``meta.properties`` at ``path`` (v0 or v1), read once per ``cache``; None when unreadable.
+    The one reader of these files: a node's id, its cluster and their problems all come from it."""
+    if path not in cache:
+        try:
+            cache[path] = parse_meta_properties(path.read_text("utf-8", errors="replace"), str(path))
+        except (OSError, ValueError):
+            cache[path] = None
+    return cache[path]
+
+
+def node_of_meta(meta: MetaProperties | None) -> int | None:
+    """The node id a ``meta.properties`` gives (``node.id``, else ZooKeeper era's ``broker.id``), when it is
+    one Kafka accepts (0 to 2^31 - 1); else None."""
+    if meta is None or meta.node_id is None or not 0 <= meta.node_id < 2**31:
+        return None
+    return meta.node_id
+
+
+def cluster_of_meta(meta: MetaProperties | None) -> str | None:
+    """The ``cluster.id`` a ``meta.properties`` gives (surrounding blanks dropped), or None."""
+    cluster = (meta.cluster_id or "").strip() if meta is not None else ""
+    return cluster or None
+
+
+def _assign_clusters(root: Path, artifacts: list[Artifact],
+                     metas: dict[Path, MetaProperties | None] | None = None) -> list[Artifact]:
     """Each artifact with the ``cluster.id`` of the node directory holding it.
 
     The nearest directory above the file (the bundle's top excluded) that holds ``meta.properties``
@@ -598,14 +626,14 @@ def _assign_clusters(root: Path, artifacts: list[Artifact]) -> list[Artifact]:
     A directory whose files disagree, or a file above every node directory, names none.
     """
     below: dict[Path, set[str]] = {}
+    cache = metas if metas is not None else {}
     for a in artifacts:
         if a.kind != "meta_properties":
             continue
-        try:
-            text = (root / a.path).read_text("utf-8", errors="replace")
-        except OSError:
+        meta = read_meta(root / a.path, cache)
+        if meta is None:
             continue
-        cluster = parse_java_properties(text).get("cluster.id", "").strip()
+        cluster = cluster_of_meta(meta) or ""
         for parent in PurePosixPath(a.path).parents:
             if parent == PurePosixPath("."):
                 break
@@ -689,7 +717,7 @@ def _number_unnamed_log_dirs(root: Path, artifacts: list[Artifact]) -> tuple[lis
     return out, {str(d): n for d, n in numbered.items()}
 
 
-def _node_of(root: Path, file: Path, cache: dict[Path, int]) -> int:
+def _node_of(root: Path, file: Path, cache: dict[Path, int], metas: dict[Path, MetaProperties | None]) -> int:
     """Node id of the nearest ancestor log dir with a ``meta.properties``, or a ``nodes/<id>`` dir."""
     for parent in file.parents:
         if parent == root.parent:
@@ -698,11 +726,10 @@ def _node_of(root: Path, file: Path, cache: dict[Path, int]) -> int:
             return cache[parent]
         props = parent / "meta.properties"
         if props.is_file():
-            values = parse_java_properties(props.read_text(encoding="utf-8", errors="replace"))
-            node = values.get("node.id", values.get("broker.id", "-1")).strip()
-            if node.isdigit() and int(node) < 2**31:
-                cache[parent] = int(node)
-                return cache[parent]
+            node = node_of_meta(read_meta(props, metas))
+            if node is not None:
+                cache[parent] = node
+                return node
             # a node id that is no node id (Bundle.node_clusters reports it): a nodes/<id> directory's, else none
         if parent.parent.name == "nodes" and parent.name.isdigit():
             cache[parent] = int(parent.name)
@@ -712,11 +739,11 @@ def _node_of(root: Path, file: Path, cache: dict[Path, int]) -> int:
     return -1
 
 
-def _classify(root: Path, file: Path, cache: dict[Path, int]) -> Artifact:
+def _classify(root: Path, file: Path, cache: dict[Path, int], metas: dict[Path, MetaProperties | None]) -> Artifact:
     name = file.name
     rel = file.relative_to(root)
     size = file.stat().st_size
-    node = _node_of(root, file, cache)
+    node = _node_of(root, file, cache, metas)
     topic: str | None = None
     partition: int | None = None
     base: int | None = None
