@@ -150,14 +150,18 @@ if tier_data:
 #
 # One step line per partition (solid: upload, dotted: delete); Kafka's own gauge samples as open
 # markers. Kafka refreshes its gauges from its tasks, so they trail the computed lines by up to one
-# `remote.log.manager.task.interval.ms`.
+# `remote.log.manager.task.interval.ms`. Then each broker's backlog, its partitions added up while it
+# led them, beside the broker-wide gauges (the samples of the `BrokerTopicMetrics` without a topic).
 
 # %%
 # (without tiered data the series is empty and the view says so)
-series_pd = tier_analysis.backlog_series(inv.tables, inv.params).toPandas()
+series = tier_analysis.backlog_series(inv.tables, inv.params)
+series_pd = series.toPandas()
+brokers_pd = tier_analysis.rollup(series, by=["broker"]).toPandas()
 reported_pd = tier_analysis.reported(inv.tables.metrics).toPandas()
 if tier_data or not inv.report:  # without tiered data a report draws no figure here
-    show(tier_view.TierBacklog(series_pd, reported_pd, start=start, end=end, window=inv.window), report=inv.report)
+    show(tier_view.TierBacklog(series_pd, reported_pd, brokers=brokers_pd, start=start, end=end, window=inv.window),
+         report=inv.report)
 
 # %% [markdown]
 # ### Kafka's gauges beside the computed values

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from widgets.linking import TimeWindow, view_factories
-from widgets.tier import TierBacklog, figure_tier_backlog, figure_tier_ranges
+from widgets.tier import TierBacklog, figure_tier_backlog, figure_tier_brokers, figure_tier_ranges
 from workbench.errors import ConfigError
 
 DAY = "2026-11-21 "
@@ -142,3 +142,41 @@ def test_a_partition_a_reader_refused_leaves_the_view_and_its_report_figures_dra
     drawn = [figure_tier_backlog(series, measure="segments", reported=reported_frame()),
              figure_tier_backlog(series, measure="bytes", reported=reported_frame()), figure_tier_ranges(series)]
     assert [json.loads(f.to_json()) for f in view.report_figures()] == [json.loads(f.to_json()) for f in drawn]
+
+
+def brokers_frame() -> pd.DataFrame:
+    """The roll-up by broker of :data:`ROWS` (each partition counted for its leader)."""
+    frame = pd.DataFrame([
+        (2, "03:12:00", 0, 0, 0, 0, 0, 0), (3, "03:12:00", 1, 10, 100, 0, 0, 0),
+        (2, "03:12:05", 6, 6000, 6291456, 0, 0, 0), (2, "03:12:19", 0, 0, 0, 0, 0, 0),
+        (2, "03:13:00", 0, 0, 0, 2, 2000, 2097152), (2, "03:13:04", 0, 0, 0, 0, 0, 0),
+    ], columns=["broker", "time", "upload_segments", "upload_records", "upload_bytes", "delete_segments",
+                "delete_records", "delete_bytes"])
+    frame["time"] = pd.to_datetime(DAY + frame["time"])
+    return frame
+
+
+def test_each_brokers_backlog_beside_its_broker_wide_gauges():
+    """One line per broker and lag, held to the window; the samples without a topic (the broker-wide
+    gauges) as markers, the topic's samples left to the per-partition figure."""
+    broker_wide = pd.concat([reported_frame(), pd.DataFrame({
+        "metric": ["RemoteCopyLagSegments"], "broker": [2], "topic": [None],
+        "time": pd.to_datetime([DAY + "03:12:10"]), "value": [6.0], "format": ["jmxtool"]})], ignore_index=True)
+    fig = figure_tier_brokers(brokers_frame(), reported=broker_wide, start=DAY + "03:12:03", end=DAY + "03:13:02")
+    got = {tr.name: (list(tr.x), list(tr.y)) for tr in fig.data}
+    assert got == {
+        "upload broker 2": ([t("03:12:03"), t("03:12:05"), t("03:12:19"), t("03:13:00"), t("03:13:02")],
+                            [0, 6, 0, 0, 0]),
+        "delete broker 2": ([t("03:12:03"), t("03:12:05"), t("03:12:19"), t("03:13:00"), t("03:13:02")],
+                            [0, 0, 0, 2, 2]),
+        "upload broker 3": ([t("03:12:03"), t("03:13:02")], [1, 1]),
+        "delete broker 3": ([t("03:12:03"), t("03:13:02")], [0, 0]),
+        "RemoteCopyLagSegments broker 2 (Kafka)": ([t("03:12:10")], [6.0]),
+    }
+    assert fig.layout.title.text == "Tiered-storage backlog per broker (segments)"
+    view = TierBacklog(series_frame(), broker_wide, brokers=brokers_frame())
+    assert any(c is view.brokers_figure for c in view.children) and len(view.report_figures()) == 4
+    view.measure.value = "bytes"
+    assert view.brokers_figure.layout.title.text == "Tiered-storage backlog per broker (bytes)"
+    plain = TierBacklog(series_frame())   # no roll-up given: no per-broker figure
+    assert all(c is not plain.brokers_figure for c in plain.children) and len(plain.report_figures()) == 3

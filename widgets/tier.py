@@ -6,7 +6,9 @@ Inputs are the small pandas frames of :mod:`workbench.analysis.tier` (collected 
   (``topic, partition, time, broker, upload_segments/_records/_bytes, delete_segments/_records/_bytes,
   log_start, log_end, local_start, remote_start, remote_end, gap_offsets`` ...);
 * ``reported`` — :func:`workbench.analysis.tier.reported`: Kafka's own gauge samples
-  (``metric, broker, topic, time, value``), drawn as markers beside the computed lines.
+  (``metric, broker, topic, time, value``), drawn as markers beside the computed lines;
+* ``brokers`` (optional) — :func:`workbench.analysis.tier.rollup` by broker: each broker's backlog,
+  its partitions added up while it led them, beside the broker-wide gauges.
 
 The pure ``figure_*`` functions serve the static report and the interactive :class:`TierBacklog`.
 Topic names come from logs and are untrusted: every string taken from the data is escaped with
@@ -41,7 +43,7 @@ from widgets._frames import (
 from widgets.linking import TimeWindow, register_view, report_window
 from workbench.errors import ConfigError
 
-__all__ = ["MEASURES", "TierBacklog", "figure_tier_backlog", "figure_tier_ranges"]
+__all__ = ["MEASURES", "TierBacklog", "figure_tier_backlog", "figure_tier_brokers", "figure_tier_ranges"]
 
 #: Units a backlog can be drawn in: measure -> (column suffix, axis title).
 MEASURES: dict[str, tuple[str, str]] = {
@@ -61,6 +63,8 @@ SERIES_COLUMNS: tuple[str, ...] = (
 RANGE_COLUMNS: tuple[str, ...] = ("topic", "partition", "time", "log_start", "log_end", "local_start",
                                   "remote_start", "remote_end")
 REPORTED_COLUMNS: tuple[str, ...] = ("metric", "broker", "topic", "time", "value")
+BROKER_COLUMNS: tuple[str, ...] = ("broker", "time", "upload_segments", "upload_records", "upload_bytes",
+                                   "delete_segments", "delete_records", "delete_bytes")
 
 
 def _filtered(series: pd.DataFrame, topics: Any, brokers: Any) -> pd.DataFrame:
@@ -188,6 +192,80 @@ def figure_tier_backlog(series: pd.DataFrame, *, measure: str = "segments",
     return fig
 
 
+def figure_tier_brokers(brokers: pd.DataFrame, *, measure: str = "segments", start: TimeLike = None,
+                        end: TimeLike = None, reported: pd.DataFrame | None = None) -> go.Figure:
+    """Each broker's upload and delete backlog (its partitions added up while it led them) as step lines,
+    Kafka's broker-wide gauges (the samples without a topic) as markers in the same colour.
+
+    Parameters
+    ----------
+    brokers : pandas.DataFrame
+        ``workbench.analysis.tier.rollup(series, by=["broker"]).toPandas()`` (:data:`BROKER_COLUMNS`).
+    measure : str
+        ``segments``, ``bytes`` or ``records`` (Kafka has no gauge in records).
+    start, end : optional
+        Time window (UTC when naive).
+    reported : pandas.DataFrame, optional
+        ``workbench.analysis.tier.reported(...).toPandas()``.
+    """
+    require_columns(brokers, BROKER_COLUMNS, "tier broker roll-up")
+    if measure not in MEASURES:
+        raise ConfigError(f"measure: expected one of {list(MEASURES)}, got {measure!r}")
+    suffix, axis = MEASURES[measure]
+    title = f"Tiered-storage backlog per broker ({axis})"
+    lo, hi = time_window(start, end)
+    frame = brokers[brokers["broker"].notna()].copy()
+    if frame.empty:
+        return empty_figure(title, "No broker led a tiered partition.")
+    frame["time"] = utc_naive(frame["time"])
+    right = hi if hi is not None else frame["time"].max()
+    palette = plotly.colors.qualitative.Plotly
+    fig = go.Figure()
+    ids = sorted({int(b) for b in frame["broker"]})
+    for k, broker in enumerate(ids):
+        rows = frame[frame["broker"] == broker].sort_values("time", kind="stable")
+        for lag in ("upload", "delete"):
+            times, values = _clip(list(rows["time"]), [float(v) if pd.notna(v) else 0.0
+                                                       for v in rows[f"{lag}_{suffix}"]], lo, hi)
+            if not times:
+                continue
+            if times[-1] < right:
+                times, values = [*times, right], [*values, values[-1]]
+            fig.add_trace(go.Scatter(
+                name=f"{lag} broker {broker}", x=[format_time(t) for t in times], y=values, mode="lines",
+                line={"shape": "hv", "width": 2, "color": palette[k % len(palette)],
+                      "dash": "solid" if lag == "upload" else "dot"},
+                hovertemplate=f"{lag} backlog of broker {broker}<br>%{{x}}<br>%{{y}} {axis}<extra></extra>"))
+    if reported is not None and not reported.empty:
+        require_columns(reported, REPORTED_COLUMNS, "reported tier gauges")
+        samples = reported[reported["topic"].isna() & reported["broker"].notna()].copy()
+        samples["time"] = utc_naive(samples["time"])
+        if lo is not None:
+            samples = samples[samples["time"] >= lo]
+        if hi is not None:
+            samples = samples[samples["time"] <= hi]
+        for lag in ("upload", "delete"):
+            gauge = GAUGES.get((lag, measure))
+            if gauge is None:
+                continue
+            for broker, sub in samples[samples["metric"] == gauge].groupby("broker", sort=True):
+                k = ids.index(int(broker)) if int(broker) in ids else len(ids)
+                sub = sub.sort_values("time", kind="stable")
+                fig.add_trace(go.Scatter(
+                    name=f"{gauge} broker {int(broker)} (Kafka)", x=[format_time(t) for t in sub["time"]],
+                    y=[float(v) for v in sub["value"]], mode="markers",
+                    marker={"symbol": "circle-open" if lag == "upload" else "square-open", "size": 6,
+                            "color": palette[k % len(palette)]},
+                    hovertemplate=f"Kafka {gauge} broker {int(broker)}<br>%{{x}}<br>%{{y}}<extra></extra>"))
+    fig.update_layout(title=title, height=320, margin={"l": 10, "r": 10, "t": 60, "b": 40},
+                      xaxis={"type": "date", "title": {"text": "time (UTC)"}},
+                      yaxis={"title": {"text": f"backlog ({axis})"}, "rangemode": "tozero"})
+    if lo is not None or hi is not None:
+        left = lo if lo is not None else frame["time"].min()
+        fig.update_xaxes(range=[format_time(left), format_time(right)], autorange=False)
+    return fig
+
+
 def figure_tier_ranges(series: pd.DataFrame, *, topic: str | None = None, partition: int | None = None,
                        start: TimeLike = None, end: TimeLike = None) -> go.Figure:
     """Where one partition's offsets lived over time: remote and local ranges as stacked bands.
@@ -276,6 +354,8 @@ class TierBacklog(ipw.VBox):
         ``backlog_series(...).toPandas()``.
     reported : pandas.DataFrame, optional
         ``reported(...).toPandas()`` (Kafka's gauges).
+    brokers : pandas.DataFrame, optional
+        ``rollup(series, by=["broker"]).toPandas()``: drawn per broker beside the broker-wide gauges.
     start, end : str, datetime or Timestamp, optional
         The time window shown at first, and the report's (when neither is given: the shared
         window's range).
@@ -290,7 +370,7 @@ class TierBacklog(ipw.VBox):
         ``segments``, ``bytes`` or ``records``.
     partition_choice : ipywidgets.Dropdown
         The partition whose ranges are drawn.
-    backlog_figure, ranges_figure : plotly.graph_objects.FigureWidget
+    backlog_figure, brokers_figure, ranges_figure : plotly.graph_objects.FigureWidget
 
     Examples
     --------
@@ -298,12 +378,14 @@ class TierBacklog(ipw.VBox):
     """
 
     def __init__(self, series: pd.DataFrame, reported: pd.DataFrame | None = None, *,
-                 start: TimeLike = None, end: TimeLike = None, window: TimeWindow | None = None) -> None:
+                 brokers: pd.DataFrame | None = None, start: TimeLike = None, end: TimeLike = None,
+                 window: TimeWindow | None = None) -> None:
         require_columns(series, SERIES_COLUMNS + RANGE_COLUMNS[3:], "tier backlog series")
         self._given_series, self._start, self._end, self._shared = series, start, end, window  # for the report
         self._series = series.copy()
         self._series["time"] = utc_naive(self._series["time"])
         self._reported = reported
+        self._brokers = brokers
         self._lo, self._hi = time_window(start, end)
         topics = sorted({str(t) for t in self._series["topic"]})
         brokers = sorted({int(b) for b in self._series["broker"].dropna()})
@@ -321,6 +403,7 @@ class TierBacklog(ipw.VBox):
                                              value=parts[0] if parts else None, description="Ranges of")
         self.status = ipw.HTML()
         self.backlog_figure = FigureWidget()
+        self.brokers_figure = FigureWidget()
         self.ranges_figure = FigureWidget()
         if window is not None and window.range != (None, None):
             self._lo, self._hi = window.range  # opened on a moved window (a finding clicked): start there
@@ -329,23 +412,33 @@ class TierBacklog(ipw.VBox):
             control.observe(lambda _c: self._refresh(), names="value")
         if window is not None:
             window.observe(self._follow, names="range")
-        super().__init__(children=[ipw.HBox([self.topic_filter, self.broker_filter]), self.measure, self.status,
-                                   self.backlog_figure, self.partition_choice, self.ranges_figure])
+        boxes = [ipw.HBox([self.topic_filter, self.broker_filter]), self.measure, self.status, self.backlog_figure]
+        if self._brokers is not None:
+            boxes.append(self.brokers_figure)
+        super().__init__(children=[*boxes, self.partition_choice, self.ranges_figure])
 
-    def figures(self) -> tuple[go.Figure, go.Figure]:
-        """Plain (static) figures for the current control values."""
+    def figures(self) -> tuple[go.Figure, ...]:
+        """Plain (static) figures for the current control values: the partitions' backlog, their
+        ranges and, given the roll-up, each broker's backlog."""
         topic, partition = self.partition_choice.value or (None, None)
-        return (figure_tier_backlog(self._series, measure=self.measure.value, topics=self.topic_filter.value or None,
-                                    brokers=self.broker_filter.value or None, start=self._lo, end=self._hi,
-                                    reported=self._reported),
-                figure_tier_ranges(self._series, topic=topic, partition=partition, start=self._lo, end=self._hi))
+        out = (figure_tier_backlog(self._series, measure=self.measure.value, topics=self.topic_filter.value or None,
+                                   brokers=self.broker_filter.value or None, start=self._lo, end=self._hi,
+                                   reported=self._reported),
+               figure_tier_ranges(self._series, topic=topic, partition=partition, start=self._lo, end=self._hi))
+        if self._brokers is None:
+            return out
+        return (*out, figure_tier_brokers(self._brokers, measure=self.measure.value, start=self._lo, end=self._hi,
+                                          reported=self._reported))
 
     def report_figures(self) -> list[go.Figure]:
         """The static report's figures over the report's window: every partition's backlog in
-        segments, then in bytes, beside Kafka's gauges; then the first partition's offset ranges."""
+        segments, then in bytes, beside Kafka's gauges; each broker's in bytes beside its broker-wide
+        gauges (given the roll-up); then the first partition's offset ranges."""
         lo, hi = report_window(self._start, self._end, self._shared)
+        brokers = [] if self._brokers is None else [
+            figure_tier_brokers(self._brokers, measure="bytes", start=lo, end=hi, reported=self._reported)]
         return [*(figure_tier_backlog(self._given_series, measure=measure, start=lo, end=hi, reported=self._reported)
-                  for measure in ("segments", "bytes")),
+                  for measure in ("segments", "bytes")), *brokers,
                 figure_tier_ranges(self._given_series, start=lo, end=hi)]
 
     def _follow(self, change: dict) -> None:
@@ -353,8 +446,9 @@ class TierBacklog(ipw.VBox):
         self._refresh()
 
     def _refresh(self) -> None:
-        backlog, ranges = self.figures()
-        for widget, figure in ((self.backlog_figure, backlog), (self.ranges_figure, ranges)):
+        backlog, ranges, *brokers = self.figures()
+        for widget, figure in ((self.backlog_figure, backlog), (self.ranges_figure, ranges),
+                               *((self.brokers_figure, b) for b in brokers)):
             redraw(widget, figure)
         window = "whole bundle" if self._lo is None and self._hi is None else (
             f"{short_time(self._lo) if self._lo is not None else '…'} → "
@@ -364,7 +458,7 @@ class TierBacklog(ipw.VBox):
 
 
 def _area_view(frames: Any, window: TimeWindow | None) -> TierBacklog:
-    return TierBacklog(frames["series"], frames.get("reported"), window=window)
+    return TierBacklog(frames["series"], frames.get("reported"), brokers=frames.get("brokers"), window=window)
 
 
 register_view("tier", _area_view)

@@ -33,6 +33,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.timeout(2400)]
 #: The releases building the tiered scenario (``peer.scenario.DEFAULT_SETS``).
 VERSIONS = built_on("tiered")
 TOPIC = "tiered"
+#: The scenario's only broker (node 2: ``metrics/2-tiered.csv``).
+BROKER = 2
 #: JmxTool stamps a sample when its poll starts and the broker's clock and the event timestamps
 #: differ by a few milliseconds: a sample this close to a change is taken as either side of it.
 SKEW_MS = 1500
@@ -169,8 +171,25 @@ def test_lag_equals_kafka_gauge_away_from_changes(analysed, gauge, column):
     the events (:data:`STALE_VARIANTS`: 3.x leaves it stale while copies fail); every other sample
     shows a value the computed lag held within the task interval before it (Kafka refreshes the
     gauge from its tasks)."""
-    series, interval = analysed["series"], analysed["interval_ms"]
-    samples = analysed["jmx"][f"{gauge}[{TOPIC}]"]
+    judge_gauge(analysed["series"], analysed["jmx"][f"{gauge}[{TOPIC}]"], column, analysed["interval_ms"])
+
+
+@pytest.mark.parametrize("gauge, column", [
+    ("RemoteCopyLagSegments", "upload_segments"), ("RemoteCopyLagBytes", "upload_bytes"),
+    ("RemoteDeleteLagSegments", "delete_segments"), ("RemoteDeleteLagBytes", "delete_bytes"),
+])
+def test_broker_rollup_equals_the_broker_wide_gauge_away_from_changes(analysed, gauge, column):
+    """Each broker's roll-up (its partitions added up while it led them, what the view draws per broker)
+    beside the broker-wide ``BrokerTopicMetrics`` gauge (the MBean without a topic), judged as the
+    topic's is."""
+    rollup = (tier.rollup(tier.backlog_series(analysed["tables"]), by=["broker"]).orderBy("time").toPandas())
+    assert set(rollup.broker.dropna()) == {BROKER}
+    judge_gauge(rollup[rollup.broker == BROKER].reset_index(drop=True), analysed["jmx"][gauge], column,
+                analysed["interval_ms"])
+
+
+def judge_gauge(series: pd.DataFrame, samples: list[tuple[float, float]], column: str, interval: float) -> None:
+    """The comparison of :func:`test_lag_equals_kafka_gauge_away_from_changes`, for any series and samples."""
     changes = change_times(series, column)
     start = ms(series.time.iloc[0])
     stable, settling, off = 0, 0, []

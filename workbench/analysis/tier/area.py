@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from workbench.analysis.tier.backlog import backlog_series, gaps, segment_history
+from workbench.analysis.tier.backlog import backlog_series, gaps, rollup, segment_history
 from workbench.analysis.tier.inputs import copy_attempts
 from workbench.analysis.tier.kafka import comparison, reported
 from workbench.analysis.tier.verdicts import findings
@@ -40,10 +40,11 @@ def area_findings(result: TierAnalysis) -> DataFrame:
 
 
 def view_frames(result: TierAnalysis) -> dict[str, DataFrame]:
-    """What the tier view draws: the backlog series, every segment's history, Kafka's own samples."""
+    """What the tier view draws: the backlog series, its roll-up per broker, every segment's history,
+    Kafka's own samples."""
     tables, params = result.tables, result.params
     series = backlog_series(tables, params)
-    frames = {"series": series, "history": segment_history(tables, params)}
+    frames = {"series": series, "brokers": rollup(series, by=("broker",)), "history": segment_history(tables, params)}
     samples = reported(tables["metrics"])
     frames["reported"] = samples
     return frames
