@@ -91,6 +91,21 @@ def _clip(times: list[pd.Timestamp], values: list[float], lo: pd.Timestamp | Non
     return times, values
 
 
+def _add_step(fig: go.Figure, rows: pd.DataFrame, column: str, bounds: tuple[Any, Any, Any], *, name: str,
+              colour: str, dash: bool, hover: str) -> None:
+    """One step line of ``rows[column]`` over ``rows["time"]``, clipped to ``bounds`` (``lo, hi`` and the
+    right edge it is carried to); nothing when no point falls in the window."""
+    lo, hi, right = bounds
+    times, values = _clip(list(rows["time"]), [float(v) if pd.notna(v) else 0.0 for v in rows[column]], lo, hi)
+    if not times:
+        return
+    if times[-1] < right:
+        times, values = [*times, right], [*values, values[-1]]
+    fig.add_trace(go.Scatter(name=name, x=[format_time(t) for t in times], y=values, mode="lines",
+                             line={"shape": "hv", "width": 2, "color": colour, "dash": "dot" if dash else "solid"},
+                             hovertemplate=hover))
+
+
 def figure_tier_backlog(series: pd.DataFrame, *, measure: str = "segments",
                         lags: Iterable[str] | str = ("upload", "delete"),
                         topics: Iterable[str] | str | None = None, brokers: Iterable[int] | str | None = None,
@@ -151,17 +166,9 @@ def figure_tier_backlog(series: pd.DataFrame, *, measure: str = "segments",
         part = frame[(frame["topic"] == topic) & (frame["partition"] == partition)]
         label = plotly_text(f"{topic}-{id_text(partition)}", LABEL_WORD)
         for lag in lag_sel:
-            times, values = _clip(list(part["time"]), [float(v) if pd.notna(v) else 0.0
-                                                       for v in part[f"{lag}_{suffix}"]], lo, hi)
-            if not times:
-                continue
-            if times[-1] < right:
-                times, values = [*times, right], [*values, values[-1]]
-            fig.add_trace(go.Scatter(
-                name=f"{lag} {label}", x=[format_time(t) for t in times], y=values, mode="lines",
-                line={"shape": "hv", "width": 2, "color": palette[k % len(palette)],
-                      "dash": "solid" if lag == "upload" else "dot"},
-                hovertemplate=f"{lag} backlog {label}<br>%{{x}}<br>%{{y}} {axis}<extra></extra>"))
+            _add_step(fig, part, f"{lag}_{suffix}", (lo, hi, right), name=f"{lag} {label}",
+                      colour=palette[k % len(palette)], dash=lag == "delete",
+                      hover=f"{lag} backlog {label}<br>%{{x}}<br>%{{y}} {axis}<extra></extra>")
     if reported is not None and not reported.empty:
         require_columns(reported, REPORTED_COLUMNS, "reported tier gauges")
         samples = reported[reported["topic"].notna()].copy()
@@ -225,17 +232,9 @@ def figure_tier_brokers(brokers: pd.DataFrame, *, measure: str = "segments", sta
     for k, broker in enumerate(ids):
         rows = frame[frame["broker"] == broker].sort_values("time", kind="stable")
         for lag in ("upload", "delete"):
-            times, values = _clip(list(rows["time"]), [float(v) if pd.notna(v) else 0.0
-                                                       for v in rows[f"{lag}_{suffix}"]], lo, hi)
-            if not times:
-                continue
-            if times[-1] < right:
-                times, values = [*times, right], [*values, values[-1]]
-            fig.add_trace(go.Scatter(
-                name=f"{lag} broker {broker}", x=[format_time(t) for t in times], y=values, mode="lines",
-                line={"shape": "hv", "width": 2, "color": palette[k % len(palette)],
-                      "dash": "solid" if lag == "upload" else "dot"},
-                hovertemplate=f"{lag} backlog of broker {broker}<br>%{{x}}<br>%{{y}} {axis}<extra></extra>"))
+            _add_step(fig, rows, f"{lag}_{suffix}", (lo, hi, right), name=f"{lag} broker {broker}",
+                      colour=palette[k % len(palette)], dash=lag == "delete",
+                      hover=f"{lag} backlog of broker {broker}<br>%{{x}}<br>%{{y}} {axis}<extra></extra>")
     if reported is not None and not reported.empty:
         require_columns(reported, REPORTED_COLUMNS, "reported tier gauges")
         samples = reported[reported["topic"].isna() & reported["broker"].notna()].copy()
