@@ -309,13 +309,17 @@ def test_each_replica_that_left_or_joined_is_named_with_the_broker_event_that_ex
     log.change(20, ORDERS, 0, isr=[1, 2])                       # behind: no broker event
     log.change(25, ORDERS, 0, isr=[1, 3])                       # a swap: 2 out, 3 in, same size
     log.broker(30, "BrokerRegistrationChangeRecord", 3, in_controlled_shutdown=True)
-    log.change(30.2, ORDERS, 0, isr=[1])
+    log.change(30, ORDERS, 0, isr=[1]).same_batch()             # out in its controlled shutdown's batch
+    log.change(34, ORDERS, 0, isr=[1, 2])                       # 2 back: caught up
+    log.change(34.2, ORDERS, 0, isr=[1])                        # 2 out 200 ms after a fence of 2...
+    log.broker(34.2, "BrokerRegistrationChangeRecord", 1, fenced=True)   # ...of another broker: behind
     log.noop(40)
     states = isr.partition_states(states_frame(spark, log))
     got = isr.replica_moves(states, isr_changes(states_frame(spark, log)))
     rows = [(10, 3, "left", "fenced", 10), (16, 3, "joined", "unfenced", 14), (20, 3, "left", "fell_behind", None),
             (25, 2, "left", "fell_behind", None), (25, 3, "joined", "caught_up", None),
-            (30.2, 3, "left", "controlled_shutdown", 30)]
+            (30, 3, "left", "controlled_shutdown", 30), (34, 2, "joined", "caught_up", None),
+            (34.2, 2, "left", "fell_behind", None)]
     want = spark.createDataFrame(
         [(None, "orders", ORDERS, 0, at(t), r, m, c, None if ct is None else at(ct)) for t, r, m, c, ct in rows],
         "cluster_id string, topic string, topic_id string, partition int, time timestamp, replica int, move string, "
@@ -323,12 +327,12 @@ def test_each_replica_that_left_or_joined_is_named_with_the_broker_event_that_ex
     assertDataFrameEqual(got, want)
     found = isr.findings(states, changes=isr_changes(states_frame(spark, log))).where("kind = 'isr_flapping'").collect()
     assert [(f.summary, f.figures) for f in found] == [(
-        "ISR of topic orders partition 0 shrank 4 times and expanded 2 times (flapping): broker 3 left 3 times "
-        "(fenced 1, controlled shutdown 1, fell behind 1); broker 2 left 1 times (fell behind 1)",
-        {"shrinks": 4.0, "expands": 2.0, "fenced_leaves": 1.0, "lagged_leaves": 2.0})]
+        "ISR of topic orders partition 0 shrank 5 times and expanded 3 times (flapping): broker 3 left 3 times "
+        "(fenced 1, controlled shutdown 1, fell behind 1); broker 2 left 2 times (fell behind 2)",
+        {"shrinks": 5.0, "expands": 3.0, "fenced_leaves": 1.0, "lagged_leaves": 3.0})]
     summary = isr.move_summary(got).collect()
     assert [(r.replica, r.left, r.joined, r.fenced, r.controlled_shutdown, r.fell_behind) for r in summary] == [
-        (3, 3, 2, 1, 1, 1), (2, 1, 0, 0, 0, 1)]
+        (3, 3, 2, 1, 1, 1), (2, 2, 1, 0, 0, 2)]
 
 
 def test_notable_partitions_worst_first_quiet_ones_left_out(spark):

@@ -59,7 +59,9 @@ def test_topics_describe_matches_a_state_of_its_run_window(analysed):
     for i, tool in enumerate(tools):
         if tool["tool"] != "kafka-topics" or "--describe" not in tool["args"]:
             continue
-        end = tools[i + 1]["t_ms"] if i + 1 < len(tools) else manifest["events"][-1]["t_ms"]
+        # the tool's answer holds at some instant between its start and its exit (``t_end_ms``); the next
+        # entry of the list is no bound: a background tool (the producer) is listed when it ends
+        end = tool.get("t_end_ms") or (tools[i + 1]["t_ms"] if i + 1 < len(tools) else manifest["events"][-1]["t_ms"])
         parsed = parse_topics_describe((path / tool["file"]).read_text())
         assert not parsed.problems
         shown = {(p["topic"], p["partition"]): (p["leader"], sorted(p["replicas"]), sorted(p["isr"]))

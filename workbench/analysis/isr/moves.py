@@ -23,9 +23,11 @@ if TYPE_CHECKING:
 
 #: Columns of :func:`replica_moves`.
 MOVE_COLUMNS = ("cluster_id", "topic", "topic_id", "partition", "time", "replica", "move", "cause", "cause_time")
-#: How far apart the broker's event and the ISR change may be written for the one to explain the other
-#: (the controller writes a fence and the ISR changes it causes in one batch, at one time).
-CAUSE_SKEW_MS = 1000
+#: How far apart the broker's event and the ISR change may be written for the one to explain the other:
+#: the controller writes a fence and the ISR changes it causes in one batch, whose records share its
+#: append time; a leader's own shrink (AlterPartition) is a batch of its own, and on a loaded controller
+#: it can land within a second of an unrelated fence, so only the same time counts.
+CAUSE_SKEW_MS = 0
 #: A replica that joins within this long of its broker's unfence rejoined after the unfence; later, it
 #: had caught up on its own.
 REJOIN_MS = 60_000
