@@ -106,6 +106,18 @@ def _add_step(fig: go.Figure, rows: pd.DataFrame, column: str, bounds: tuple[Any
                              hovertemplate=hover))
 
 
+def _finish(fig: go.Figure, title: str, height: int, y_title: str, lo: Any, hi: Any, first: Any,
+            right: Any) -> go.Figure:
+    """The tier figures' common layout; a time window set (``lo``/``hi``) fixes the x range from
+    ``lo`` (or the data's ``first`` time) to ``right``."""
+    fig.update_layout(title=title, height=height, margin={"l": 10, "r": 10, "t": 60, "b": 40},
+                      xaxis={"type": "date", "title": {"text": "time (UTC)"}},
+                      yaxis={"title": {"text": y_title}, "rangemode": "tozero"})
+    if lo is not None or hi is not None:
+        fig.update_xaxes(range=[format_time(lo if lo is not None else first), format_time(right)], autorange=False)
+    return fig
+
+
 def figure_tier_backlog(series: pd.DataFrame, *, measure: str = "segments",
                         lags: Iterable[str] | str = ("upload", "delete"),
                         topics: Iterable[str] | str | None = None, brokers: Iterable[int] | str | None = None,
@@ -190,13 +202,7 @@ def figure_tier_backlog(series: pd.DataFrame, *, measure: str = "segments",
                     y=[float(v) for v in sub["value"]], mode="markers",
                     marker={"symbol": "circle-open" if lag == "upload" else "square-open", "size": 6},
                     hovertemplate=f"Kafka {gauge} {plotly_text(str(topic))}<br>%{{x}}<br>%{{y}}<extra></extra>"))
-    fig.update_layout(title=title, height=360, margin={"l": 10, "r": 10, "t": 60, "b": 40},
-                      xaxis={"type": "date", "title": {"text": "time (UTC)"}},
-                      yaxis={"title": {"text": f"backlog ({axis})"}, "rangemode": "tozero"})
-    if lo is not None or hi is not None:
-        left = lo if lo is not None else frame["time"].min()
-        fig.update_xaxes(range=[format_time(left), format_time(right)], autorange=False)
-    return fig
+    return _finish(fig, title, 360, f"backlog ({axis})", lo, hi, frame["time"].min(), right)
 
 
 def figure_tier_brokers(brokers: pd.DataFrame, *, measure: str = "segments", start: TimeLike = None,
@@ -256,13 +262,7 @@ def figure_tier_brokers(brokers: pd.DataFrame, *, measure: str = "segments", sta
                     marker={"symbol": "circle-open" if lag == "upload" else "square-open", "size": 6,
                             "color": palette[k % len(palette)]},
                     hovertemplate=f"Kafka {gauge} broker {int(broker)}<br>%{{x}}<br>%{{y}}<extra></extra>"))
-    fig.update_layout(title=title, height=320, margin={"l": 10, "r": 10, "t": 60, "b": 40},
-                      xaxis={"type": "date", "title": {"text": "time (UTC)"}},
-                      yaxis={"title": {"text": f"backlog ({axis})"}, "rangemode": "tozero"})
-    if lo is not None or hi is not None:
-        left = lo if lo is not None else frame["time"].min()
-        fig.update_xaxes(range=[format_time(left), format_time(right)], autorange=False)
-    return fig
+    return _finish(fig, title, 320, f"backlog ({axis})", lo, hi, frame["time"].min(), right)
 
 
 def figure_tier_ranges(series: pd.DataFrame, *, topic: str | None = None, partition: int | None = None,
@@ -335,13 +335,7 @@ def figure_tier_ranges(series: pd.DataFrame, *, topic: str | None = None, partit
         t, v = _clip(times, col(column), lo, hi)
         fig.add_trace(go.Scatter(name=name, x=[format_time(x) for x in t], y=v, mode="lines",
                                  line={"shape": "hv", "width": 2, "color": "#222222", "dash": dash}))
-    fig.update_layout(title=title, height=360, margin={"l": 10, "r": 10, "t": 60, "b": 40},
-                      xaxis={"type": "date", "title": {"text": "time (UTC)"}},
-                      yaxis={"title": {"text": "offset"}, "rangemode": "tozero"})
-    if lo is not None or hi is not None:
-        fig.update_xaxes(range=[format_time(lo if lo is not None else part["time"].min()),
-                                format_time(hi if hi is not None else part["time"].max())], autorange=False)
-    return fig
+    return _finish(fig, title, 360, "offset", lo, hi, part["time"].min(), hi if hi is not None else part["time"].max())
 
 
 class TierBacklog(ipw.VBox):
