@@ -89,9 +89,9 @@ def _unanswered(positions: DataFrame, moved: DataFrame | None = None) -> DataFra
     A gap ends where the node answered through another export (a scraper held up by another
     node, not this one, is no evidence; an answer within one usual interval of the last and at
     its offset is of the same moment, e.g. both scrapers answered just before a freeze, and does
-    not end it), or where ``moved`` (other observations of the node, e.g.
-    the leader's ``describe --replication`` view of its fetches) shows it past the offset it last
-    answered after a silence that is itself a gap: it was running again, whatever the stalled
+    not end it), or where ``moved`` (other observations of the node: the leader's
+    ``describe --replication`` view of its fetches, a snapshot the node wrote) shows it past the
+    offset it last answered after a silence that is itself a gap: it was running again, whatever the stalled
     scraper says (a scraper blocked on a frozen JVM may take seconds to answer again once it
     resumed). A stale position there (the leader repeats a frozen follower's last fetch), or one
     seen just after the last answer, is no evidence.
@@ -274,15 +274,21 @@ def node_offsets(appends: DataFrame, *, metrics: DataFrame | None = None, replic
               "reported_lag_ms long, reported_offset_lag long, note string")
     parts = spark.createDataFrame([], schema)
     fetches = _replication_positions(replication) if replication is not None else None
+    written = _snapshot_positions(snapshots) if snapshots is not None else None
     parts = parts.withColumn("answered_at", F.lit(None).cast("timestamp"))
     if metrics is not None:
         gauges = _metric_positions(metrics)
+        # a snapshot the node wrote itself (its own clock) shows it running as much as a fetch does
+        moved = fetches
+        if written is not None:
+            own = written.where(F.col("kind") == "snapshot")
+            moved = own if moved is None else moved.unionByName(own, allowMissingColumns=True)
         parts = (parts.unionByName(gauges, allowMissingColumns=True)
-                 .unionByName(_unanswered(gauges, fetches)))
+                 .unionByName(_unanswered(gauges, moved)))
     if fetches is not None:
         parts = parts.unionByName(fetches, allowMissingColumns=True)
-    if snapshots is not None:
-        parts = parts.unionByName(_snapshot_positions(snapshots), allowMissingColumns=True)
+    if written is not None:
+        parts = parts.unionByName(written, allowMissingColumns=True)
     if batches is not None:
         parts = parts.unionByName(_replica_ends(batches), allowMissingColumns=True)
     # the observations and the offsets' times are read by every as-of pass below: each is kept once
