@@ -32,17 +32,23 @@ def bundle(request, spark, kafka_bundle):
 
 def dumped_states(path: Path) -> tuple[dict[tuple[str, int, int], tuple[int, list[int]]], list[tuple], list[int]]:
     """From Kafka's dump: each partition's (leader, sorted ISR) at every partition epoch, the ISR
-    expansions as (topic, partition, partition epoch), and the broker id of every registration."""
+    expansions as (topic, partition, partition epoch), and the broker id of every incarnation
+    registered (a process: a registration sent again is not another start)."""
     names: dict[str, str] = {}
     current: dict[tuple[str, int], tuple[int, list[int], int]] = {}
     states: dict[tuple[str, int, int], tuple[int, list[int]]] = {}
     expansions, registrations = [], []
+    incarnations: set[tuple[int, str | None]] = set()
     for _t, p in metadata_payloads(path):
         data, kind = p["data"], p["type"]
         if kind == "TOPIC_RECORD":
             names[data["topicId"]] = data["name"]
         elif kind == "REGISTER_BROKER_RECORD":
-            registrations.append(data["brokerId"])
+            # a broker with no reply in time (a loaded controller) sends its registration again:
+            # Kafka amends it (same incarnation id, one per process, same epoch): one start each
+            if (data["brokerId"], data.get("incarnationId")) not in incarnations:
+                incarnations.add((data["brokerId"], data.get("incarnationId")))
+                registrations.append(data["brokerId"])
         elif kind == "PARTITION_RECORD":
             key = (names[data["topicId"]], data["partitionId"])
             current[key] = (data["leader"], sorted(data["isr"]), data.get("partitionEpoch", 0))

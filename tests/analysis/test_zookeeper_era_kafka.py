@@ -97,9 +97,16 @@ def test_every_staged_shrink_and_expand_in_order(analysed):
     assert at["broker_hard_stop2"] < min(firsts) < ready[0]
 
 
+#: A ZooKeeper-era broker's gauges change when it handles the controller's LeaderAndIsr request,
+#: after the controller logged the decision the computed change is stamped with: 1.85 s for a
+#: leadership at topic creation in a CI build (load ~10 on 2 cores), above the KRaft window.
+ZK_SETTLE_MS = 3000
+
+
 def test_every_replica_manager_gauge_agrees_with_kafkas_samples(analysed):
     _path, _manifest, states, _frame, tables = analysed
-    beside = isr.gauges_beside_reported(isr.leader_gauges(states), isr.reported_leader_gauges(tables.metrics))
+    beside = isr.gauges_beside_reported(isr.leader_gauges(states), isr.reported_leader_gauges(tables.metrics),
+                                        settle_ms=ZK_SETTLE_MS)
     judged = beside.where("agrees IS NOT NULL").toPandas()
     assert judged.agrees.all(), judged[~judged.agrees]
     nonzero = judged[(judged.gauge == "UnderMinIsrPartitionCount") & (judged.reported > 0)]
