@@ -49,7 +49,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -882,10 +882,19 @@ def _rebase(row: tuple, old: str, new: str) -> tuple:
     return tuple(v.replace(old, new) if isinstance(v, str) and v.startswith(old) else v for v in row)
 
 
-def run_corpus(spark: Any, variants: list[Variant], *, work: Path | None = None, findings: bool = True,
+def run_corpus(spark: Any, variants: list[Variant], *, work: Path | None = None,
+               findings: bool | Collection[str] = True,
                progress: Callable[[dict], None] | None = None) -> dict[str, Any]:
-    """Run ``variants`` in this Spark session; the result as one JSON-able dict."""
+    """Run ``variants`` in this Spark session; the result as one JSON-able dict.
+
+    ``findings``: also compute the affected areas' findings of every variant (``True``), of none
+    (``False``) or of the variants whose ids it holds; a scenario's clean bundle is run once, with
+    every area when one of its variants needs findings.
+    """
     from peer.scenario import build
+
+    def wants(v: Variant) -> bool:
+        return findings if isinstance(findings, bool) else v.id in findings
 
     t0 = time.monotonic()
     own = work is None
@@ -900,13 +909,14 @@ def run_corpus(spark: Any, variants: list[Variant], *, work: Path | None = None,
                 copy = work / f"clean-{v.scenario}"
                 shutil.rmtree(copy, ignore_errors=True)
                 shutil.copytree(bundle, copy, copy_function=os.link)
-                wanted = None if findings else set().union(*(_tables_reading(copy, u.path) for u in variants
-                                                                      if u.scenario == v.scenario))
+                mine = [u for u in variants if u.scenario == v.scenario]
+                every = any(wants(u) for u in mine)
+                wanted = None if every else set().union(*(_tables_reading(copy, u.path) for u in mine))
                 clean[v.scenario] = (copy, run_bundle(spark, copy, record=True, tables=wanted,
-                                                      areas=None if findings else set()))
+                                                      areas=None if every else set()))
                 clean_seconds += clean[v.scenario][1].seconds
             copy, outcome = clean[v.scenario]
-            result = check_variant(spark, v, outcome, copy, work, findings=findings)
+            result = check_variant(spark, v, outcome, copy, work, findings=wants(v))
             results.append(result)
             if progress:
                 progress(result)
@@ -919,6 +929,7 @@ def run_corpus(spark: Any, variants: list[Variant], *, work: Path | None = None,
         "passed": len(results) - len(failed),
         "failed": len(failed),
         "failures": {r["id"]: r["reasons"] for r in failed},
+        "ids": [r["id"] for r in results],
         "by_reader": dict(Counter(v.reader for v in variants)),
         "by_kind": dict(Counter(v.kind for v in variants)),
         "clean_seconds": round(clean_seconds, 1),

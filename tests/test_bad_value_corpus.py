@@ -16,8 +16,10 @@ subjects the value touches): ``make test`` takes the first variant of each reade
 compiled path (:func:`peer.corpus.covering`, from the registries: a new one is covered without an
 edit), and the three bundles of issue 43 (a PartitionChangeRecord batch stamped in the year 3000,
 at 2^62 ms, at -5 ms), one of them also through the real ``workbench report``; ``make test-full``
-the whole corpus. A module with a compiled kernel that no compiled path names
-(:func:`workbench.kernels.compiled_paths`), or a compiled path no variant reaches, fails here.
+the whole corpus. The sample, those variants and the three bundles go through one run of the corpus,
+which runs each scenario's clean bundle once for all of them. A module with a compiled kernel that
+no compiled path names (:func:`workbench.kernels.compiled_paths`), or a compiled path no variant
+reaches, fails here.
 
 Variants of one scenario then go through the real report pipeline (the composed notebook, its HTML,
 the summary JSON, the exit code) in two kept kernels taking reports from one queue, each one Python
@@ -56,10 +58,33 @@ def test_the_corpus_holds_every_reader_and_kind(variants):
     assert {v.kind for v in chosen} == {v.kind for v in variants}
 
 
-def test_each_bad_value_is_a_problem_and_nothing_else_changes(spark, variants, tmp_path):
-    result = run_corpus(spark, sample(variants), work=tmp_path, findings=False)
-    assert result["failures"] == {}
-    assert result["passed"] == result["variants"] >= 20
+@pytest.fixture(scope="module")
+def checked(spark, variants, kafka_bundle, tmp_path_factory):
+    """One run of the sample (tables and problems) with the covering variants and the three restamped
+    PartitionChangeRecord batches (findings too), in corpus order: each scenario's clean bundle is run
+    once for all of them (:func:`peer.corpus.run_corpus`)."""
+    chosen = {v.id for v in sample(variants)}
+    with_findings = {v.id for v in covering(variants, build=kafka_bundle)} | {v.id for v in _restamped(variants)}
+    run = [v for v in variants if v.id in chosen | with_findings]
+    return run_corpus(spark, run, work=tmp_path_factory.mktemp("corpus"), findings=with_findings)
+
+
+def _restamped(variants):
+    return [v for v in variants if v.field == "PartitionChangeRecord.batch_time"]
+
+
+def _passed(result, chosen) -> None:
+    """Every variant of ``chosen`` ran in ``result`` and passed."""
+    ids = {v.id for v in chosen}
+    assert ids <= set(result["ids"])
+    assert {i: reasons for i, reasons in result["failures"].items() if i in ids} == {}
+
+
+@pytest.mark.timeout(3600)   # the module's corpus run (:func:`checked`) starts here
+def test_each_bad_value_is_a_problem_and_nothing_else_changes(variants, checked):
+    chosen = sample(variants)
+    assert len(chosen) >= 20
+    _passed(checked, chosen)
 
 
 def test_every_kernel_module_is_on_a_compiled_path_that_a_bad_value_reaches(variants, kafka_bundle):
@@ -77,28 +102,23 @@ def test_every_kernel_module_is_on_a_compiled_path_that_a_bad_value_reaches(vari
 
 @pytest.mark.timeout(3600)
 def test_a_bad_value_of_each_reader_table_area_and_compiled_path_leaves_other_findings_alone(
-        spark, variants, kafka_bundle, tmp_path):
+        variants, kafka_bundle, checked):
     chosen = covering(variants, build=kafka_bundle)
     assert {v.reader for v in chosen} == {v.reader for v in variants}
-    result = run_corpus(spark, chosen, work=tmp_path, findings=True)
-    assert result["failures"] == {}
-    assert result["passed"] == result["variants"] == len(chosen)
+    _passed(checked, chosen)
 
 
 @pytest.mark.timeout(3600)   # a real report (papermill, HTML) beside the findings
 def test_a_partition_change_batch_stamped_out_of_range_gives_findings_and_a_report(
-        spark, variants, kafka_bundle, tmp_path):
+        variants, kafka_bundle, checked, tmp_path):
     """Issue 43: the ``isr`` log with one PartitionChangeRecord batch written again by the encoder,
     stamped in the year 3000, at 2^62 ms and at -5 ms (valid CRC): every area's findings equal the
     clean bundle's outside the batch's partitions, and the real report exits 0 or 1 with the value in
     its problems appendix."""
-    restamped = [v for v in variants if v.field == "PartitionChangeRecord.batch_time"]
+    restamped = _restamped(variants)
     assert sorted(v.raw for v in restamped) == sorted(["32503680000000", str(2**62), "-5"])
-    result = run_corpus(spark, restamped, work=tmp_path / "findings", findings=True)
-    assert result["failures"] == {}
-    assert result["passed"] == 3
-    (tmp_path / "reports").mkdir()
-    (report,) = run_cli([v for v in restamped if v.kind == "year3000"], tmp_path / "reports", build=kafka_bundle)
+    _passed(checked, restamped)
+    (report,) = run_cli([v for v in restamped if v.kind == "year3000"], tmp_path, build=kafka_bundle)
     assert report["ok"], report
     assert report["exit"] in (0, 1)
 

@@ -423,6 +423,14 @@ def _opened_view(page: Any, before: set[str], name: str) -> list[str]:
     return opened
 
 
+#: pytest-timeout's limit for the first test of the module: its setup may build the Binder environment
+#: (or wait for the other lane's build) and start JupyterLab, then its run waits up to RUN_ALL_MS and
+#: VIEW_MS, each failing with its own message; on a loaded CI machine the default 900 s ran out
+#: first, its signal interrupting Playwright's wait with no message of what was not ready.
+LAB_TEST_TIMEOUT_S = 3600
+
+
+@pytest.mark.timeout(LAB_TEST_TIMEOUT_S)
 def test_overview_findings_timeline_opens_and_moves_the_area_view(lab_page: Any, lab: str, tmp_path: Path) -> None:
     """Run every cell (every plot drawn). Click the earliest critical finding: its area's view
     opens below the timeline with every plot drawn and every time axis at the window around the
