@@ -25,9 +25,10 @@ Variants of one scenario then go through the real report pipeline (the composed 
 the summary JSON, the exit code) in two kept kernels taking reports from one queue, each one Python
 process and one Spark session (``workbench.report.ReportKernel``): each report exits 0 or 1, its
 problems appendix shows the raw value, and its findings about other subjects and the key figures
-of the areas the value cannot reach equal the clean bundle's report. ``make test`` sends
-:data:`MAKE_TEST_REPORTS` of them, each of another reader and kind; ``make test-full`` the
-scenario's sample of every reader and kind; ``--report`` runs the whole corpus that way.
+of the areas the value cannot reach equal the clean bundle's report. ``make test-full`` sends the
+scenario's sample of every reader and kind (``make test`` sends issue 43's restamped batch through
+the CLI report, and checks kept kernels on a two-cell notebook); ``--report`` runs the whole corpus
+that way.
 """
 
 from __future__ import annotations
@@ -196,11 +197,6 @@ def test_one_kernel_runs_report_after_report_and_a_failed_one_gets_an_error_and_
 REPORT_SCENARIO = "isr"
 #: Kept kernels taking the sample's reports side by side (one kernel leaves a quarter of 2 cores idle).
 REPORT_KERNELS = 2
-#: Variants ``make test`` sends through the HTML pipeline (each of another reader and kind of bad
-#: value: one, a metadata record's timestamp at its minimum, beside the clean report, one round of
-#: the two kernels: CI's 90 minutes hold no more); ``make test-full`` sends the scenario's whole
-#: sample (every reader, every kind: :func:`_report_sample`).
-MAKE_TEST_REPORTS = 1
 
 
 def _report_sample(variants, scenario=REPORT_SCENARIO):
@@ -224,30 +220,7 @@ def _report_sample(variants, scenario=REPORT_SCENARIO):
     return [v for v in pool if v.id in chosen]
 
 
-def _fewer(chosen: list, n: int) -> list:
-    """``n`` of ``chosen``, each of a reader and a kind of bad value none before it has, where it can."""
-    picked: list = []
-    for v in chosen:
-        if len(picked) < n and v.reader not in {p.reader for p in picked} and v.kind not in {p.kind for p in picked}:
-            picked.append(v)
-    for v in chosen:
-        if len(picked) < n and v not in picked:
-            picked.append(v)
-    return picked
-
-
-@pytest.mark.timeout(3600)
-def test_bad_values_of_other_readers_and_kinds_go_through_the_html_report_in_kept_kernels(
-        variants, kafka_bundle, tmp_path):
-    """:data:`MAKE_TEST_REPORTS` variants of one scenario, each of another reader and kind of bad value,
-    through the real pipeline (the composed notebook, the HTML, the summary, the exit code)."""
-    chosen = _fewer(_report_sample(variants), MAKE_TEST_REPORTS)
-    assert len(chosen) == MAKE_TEST_REPORTS
-    assert len({v.reader for v in chosen}) == len({v.kind for v in chosen}) == MAKE_TEST_REPORTS
-    _through_the_report(chosen, kafka_bundle, tmp_path)
-
-
-@pytest.mark.full   # make test sends MAKE_TEST_REPORTS of them (the test above)
+@pytest.mark.full   # make test sends issue 43's restamped batch through the CLI report
 @pytest.mark.timeout(3600)
 def test_each_bad_value_goes_through_the_html_report_in_kept_kernels(variants, kafka_bundle, tmp_path):
     """Variants of one scenario that hold each of its readers and every kind of bad value through the

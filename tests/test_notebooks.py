@@ -2,7 +2,7 @@
 ``binder/``'s files alone (``tests/binder_env.py``).
 
 The section notebooks (the overview and one per area) run with no parameter set (interactive mode) in that kernel
-inside JupyterLab, in a real browser (``tests/browser/test_notebooks_lab.py``). The composed
+inside JupyterLab, in a real browser (``tests/browser/test_notebooks_lab.py``, ``make test-full``). The composed
 ``incident_report`` notebook, made of the same section notebooks (``tests/test_report.py`` checks the
 composition), runs there as the demo report (``workbench.report.run_report``, the ``demo_report``
 fixture), which the report tests and the offline browser test then read: running it once more in

@@ -430,6 +430,7 @@ def _opened_view(page: Any, before: set[str], name: str) -> list[str]:
 LAB_TEST_TIMEOUT_S = 3600
 
 
+@pytest.mark.full   # make test-full; make test runs the same notebooks in Binder's kernel as the demo report
 @pytest.mark.timeout(LAB_TEST_TIMEOUT_S)
 def test_overview_findings_timeline_opens_and_moves_the_area_view(lab_page: Any, lab: str, tmp_path: Path) -> None:
     """Run every cell (every plot drawn). Click the earliest critical finding: its area's view
@@ -553,7 +554,7 @@ def _choose(page: Any, label: str, index: int = 0) -> str:
     return options[index]
 
 
-@pytest.mark.full   # make test opens the overview and, from it, an area's view in JupyterLab
+@pytest.mark.full   # make test-full, with the overview above
 def test_quorum_node_filter(lab_page: Any, lab: str, tmp_path: Path) -> None:
     """Every plot drawn; choosing one node leaves only that node's series (and its fence marks)."""
     page = lab_page
@@ -576,7 +577,7 @@ def test_quorum_node_filter(lab_page: Any, lab: str, tmp_path: Path) -> None:
         print(f"01_quorum: {len(before['names'])} traces, node {node} alone: {len(after['names'])}")
 
 
-@pytest.mark.full   # make test opens the overview and, from it, an area's view in JupyterLab
+@pytest.mark.full   # make test-full, with the overview above
 def test_isr_topic_filter(lab_page: Any, lab: str, tmp_path: Path) -> None:
     """Every plot drawn; choosing one topic leaves only its partitions' rows on the timeline."""
     page = lab_page
@@ -595,7 +596,7 @@ def test_isr_topic_filter(lab_page: Any, lab: str, tmp_path: Path) -> None:
         print(f"02_isr: {len(before['rows'])} rows, topic {topic}: {len(after['rows'])}")
 
 
-@pytest.mark.full   # make test opens the overview and, from it, an area's view in JupyterLab
+@pytest.mark.full   # make test-full, with the overview above
 def test_consumer_lag_top_n(lab_page: Any, lab: str, tmp_path: Path) -> None:
     """Every plot drawn; Top N = 1 leaves one line in the lag-over-time figure."""
     page = lab_page
@@ -618,7 +619,7 @@ def test_consumer_lag_top_n(lab_page: Any, lab: str, tmp_path: Path) -> None:
         print(f"03_consumer_lag: {len(before['names'])} lines, Top N = 1: {after['names']}")
 
 
-@pytest.mark.full   # make test opens the overview and, from it, an area's view in JupyterLab
+@pytest.mark.full   # make test-full, with the overview above
 def test_mirror_and_tier_filters(lab_page: Any, lab: str, tmp_path: Path) -> None:
     """Every plot drawn; choosing one source partition leaves its backlog traces only; the tier
     view's measure set to bytes redraws its backlog in bytes."""

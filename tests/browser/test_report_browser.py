@@ -286,7 +286,7 @@ def _bar_count(page) -> int:
     return page.locator(".jp-OutputArea .js-plotly-plot .barlayer path").count()
 
 
-@pytest.mark.full   # make test runs the ISR notebook's filters in JupyterLab on the demo bundle (test_notebooks_lab)
+@pytest.mark.full   # make test-full, beside the notebooks in JupyterLab (test_notebooks_lab)
 def test_incident_notebook_widgets_filter_in_jupyterlab(lab: str, tmp_path: Path) -> None:
     """The ISR notebook on the small incident with an HTML topic name: the name is an option's text."""
     from playwright.sync_api import sync_playwright
