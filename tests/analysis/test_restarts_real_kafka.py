@@ -129,11 +129,13 @@ def test_each_stop_is_one_finding_and_no_outage_or_stall_is_told_for_it(bundle):
         offline = bare[(bare.kind == "offline") & (bare.start >= row.start) & (bare.start <= row.end)]
         assert len(offline) == 2, offline
 
-    # the quorum was silent in each stop (Kafka's controllers were down): a stall the stop explains
+    # the quorum was silent in each stop (Kafka's controllers were down): a stall the stop explains.
+    # A loaded machine may show more than one: a controller elected as the nodes come back may take
+    # longer than the threshold to activate before brokers register; the findings above tell none.
     result = quorum.analyse(tables, {})
     stalls = result.stalls.toPandas()
     for row in restarts.itertuples():
-        assert ((stalls.start >= row.start) & (stalls.start <= row.end)).sum() == 1, (row, stalls)
+        assert ((stalls.start >= row.start) & (stalls.start <= row.end)).sum() >= 1, (row, stalls)
     assert quorum.unexplained_stalls(result).count() == 0
     q = quorum.findings_for(tables, {}).toPandas()
     assert not (q.kind == "commit_stall").any(), q[q.kind == "commit_stall"].summary.tolist()
