@@ -23,6 +23,7 @@ import pytest
 
 import workbench
 from peer.scenario import built_on
+from tests.kafka_bundles import dump_entries
 from workbench.analysis import tier
 from workbench.analysis.tier import backlog, model
 
@@ -211,6 +212,51 @@ def judge_gauge(series: pd.DataFrame, samples: list[tuple[float, float]], column
                 off.append((t, reported, sorted(held), "settling"))
     assert not off, f"(t, Kafka, computed, where) differ: {off[:10]}"
     assert stable >= 20, (stable, settling)
+
+
+def dumped_segments(path: Path) -> dict[int, tuple[int, int]]:
+    """Each segment of the topic's partition that Kafka's dump-log read, local or remote copy:
+    base offset -> (records, bytes): the ``count`` of every batch line, and the file's size."""
+    out: dict[int, tuple[int, int]] = {}
+    for entry in dump_entries(path):
+        name = Path(entry["file"]).name
+        if not name.endswith(".log") or f"{TOPIC}-0" not in entry["file"]:
+            continue
+        text = (path / entry["dump"]).read_text(encoding="utf-8")
+        records = sum(int(n) for n in re.findall(r"^baseOffset: \d+ lastOffset: \d+ count: (\d+)", text, re.M))
+        got = (records, (path / entry["file"]).stat().st_size)
+        base = int(name.split("-", 1)[0].split(".", 1)[0])
+        assert out.setdefault(base, got) == got, (entry["file"], got, out[base])  # both copies agree
+    return out
+
+
+def test_upload_lag_in_records_is_what_kafkas_dump_counts_in_the_waiting_segments(analysed):
+    """Kafka has no records gauge. At every change of the computed upload lag, the segments waiting
+    are the first ``upload_segments`` (Kafka's RemoteCopyLagSegments judges that count above) after
+    the highest offset uploaded by then (COPY_SEGMENT_FINISHED): their bytes are the computed
+    ``upload_bytes`` and their records, as Kafka's dump of the local or remote copy counts them, the
+    computed ``upload_records``. Changes whose waiting segments no copy in the bundle holds any more
+    (deleted by retention) are left out."""
+    series, att = analysed["series"], analysed["attempts"]
+    segments = dumped_segments(analysed["path"])
+    bases = sorted(segments)
+    uploaded = att[att.outcome == "uploaded"]
+    checked, off = 0, []
+    for row in series.itertuples(index=False):
+        if pd.isna(row.upload_segments) or row.upload_segments <= 0:
+            continue
+        done = uploaded[uploaded.copy_finished <= row.time]
+        after = int(done.end_offset.max()) + 1 if len(done) else int(row.log_start)
+        waiting = [b for b in bases if b >= after][:int(row.upload_segments)]
+        if len(waiting) < row.upload_segments or (waiting and waiting[0] != after):
+            continue  # a waiting segment is in no copy the bundle holds
+        records = sum(segments[b][0] for b in waiting)
+        size = sum(segments[b][1] for b in waiting)
+        if (records, size) != (row.upload_records, row.upload_bytes):
+            off.append((str(row.time), waiting, (records, size), (row.upload_records, row.upload_bytes)))
+        checked += 1
+    assert not off, f"(time, waiting segments, Kafka's dump (records, bytes), computed) differ: {off[:5]}"
+    assert checked >= 5, checked
 
 
 def test_kafka_gauges_show_backlogs(analysed):
