@@ -6,6 +6,9 @@
 //   consume  BOOTSTRAP GROUP TOPIC[,TOPIC] SECONDS RATE          (RATE 0 = as fast as possible)
 //            (SECONDS of reading from the group's first assignment: joining takes seconds on a
 //            loaded machine; a consumer never assigned gives up JOIN_LIMIT_MS after SECONDS)
+//   assign   BOOTSTRAP GROUP TOPIC[,TOPIC] SECONDS RATE          (as consume, but every partition of
+//            the topics assigned by the client itself, as Flink and Spark do: its commits carry
+//            no generation and the group never has a member)
 //   txn      BOOTSTRAP TOPIC TRANSACTIONAL_ID TRANSACTIONS RECORDS PAUSE_MS GROUP
 //            (transactions of RECORDS records each, every third one aborted; each also
 //            commits an offset of GROUP through the transaction, then PAUSE_MS of rest)
@@ -28,6 +31,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -37,7 +41,7 @@ public class PeerClient {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 1) {
-            throw new IllegalArgumentException("usage: produce|consume|txn ...");
+            throw new IllegalArgumentException("usage: produce|consume|assign|txn ...");
         }
         switch (args[0]) {
             case "produce":
@@ -45,8 +49,9 @@ public class PeerClient {
                         Arrays.copyOfRange(args, 4, args.length));
                 break;
             case "consume":
+            case "assign":
                 consume(args[1], args[2], Arrays.asList(args[3].split(",")),
-                        Integer.parseInt(args[4]), Integer.parseInt(args[5]));
+                        Integer.parseInt(args[4]), Integer.parseInt(args[5]), args[0].equals("assign"));
                 break;
             case "txn":
                 txn(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]),
@@ -109,8 +114,8 @@ public class PeerClient {
     /** How long a consumer that never gets an assignment keeps trying after its SECONDS. */
     static final long JOIN_LIMIT_MS = 120_000L;
 
-    static void consume(String bootstrap, String group, List<String> topics, int seconds, int rate)
-            throws Exception {
+    static void consume(String bootstrap, String group, List<String> topics, int seconds, int rate,
+                        boolean assign) throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("group.id", group);
@@ -125,18 +130,29 @@ public class PeerClient {
         long consumed = 0;
         long lastCommit = start;
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
-            consumer.subscribe(topics, new ConsumerRebalanceListener() {
-                @Override
-                public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-                }
-
-                @Override
-                public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-                    if (assignedAt[0] == 0L) {
-                        assignedAt[0] = System.currentTimeMillis();
+            if (assign) {
+                List<TopicPartition> owned = new ArrayList<>();
+                for (String topic : topics) {
+                    for (PartitionInfo info : consumer.partitionsFor(topic)) {
+                        owned.add(new TopicPartition(topic, info.partition()));
                     }
                 }
-            });
+                consumer.assign(owned);
+                assignedAt[0] = System.currentTimeMillis();
+            } else {
+                consumer.subscribe(topics, new ConsumerRebalanceListener() {
+                    @Override
+                    public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                    }
+
+                    @Override
+                    public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                        if (assignedAt[0] == 0L) {
+                            assignedAt[0] = System.currentTimeMillis();
+                        }
+                    }
+                });
+            }
             while (true) {
                 long end = assignedAt[0] > 0L ? assignedAt[0] + seconds * 1000L
                                               : start + seconds * 1000L + JOIN_LIMIT_MS;

@@ -18,6 +18,9 @@ cores to the clients.
   it works through one partition's fetched records at a time while it commits the unchanged offsets of
   the others, which Burrow rates STALL, and it never catches up) and ``stopped`` (as fast as it can
   for ``STOPPED_S`` s, then gone, so its committed offsets freeze).
+* An assign-mode committer, ``assigned`` (``assign`` mode of the same client, as Flink and Spark
+  read): it assigns both partitions of ``lag-none`` itself, reads ``SLOW_RATE`` records/s and commits
+  once a second with no generation: the group never has a member, nor group metadata of its own.
 * A transactional producer (``txn`` mode of the same client) on ``txn-orders`` (2 partitions):
   ``TXN_COUNT`` transactions of ``TXN_RECORDS`` records, every third one aborted, each also
   committing an offset of group ``txn-app`` through the transaction. This puts
@@ -74,6 +77,8 @@ RETENTION_CHECK_MS = 1_000
 FREEZE_AFTER_CYCLE = 3
 OFFSETS_CHECK_MS = 5_000
 EXPIRY_WAIT_S = 90.0
+#: The assign-mode committer's group.
+ASSIGNED_GROUP = "assigned"
 TXN_TOPIC = "txn-orders"
 TXN_ID = "peer-orders-txn"
 TXN_GROUP = "txn-app"
@@ -148,6 +153,11 @@ def run(ctx: ScenarioContext) -> None:
         )
         ctx.event("consumer_start", group=group, topics=subscribed.split(","), seconds=seconds,
                   rate=rate or "unlimited", commit_interval_ms=1000)
+    consumers[ASSIGNED_GROUP] = ctx.background(
+        f"consumer-{ASSIGNED_GROUP}",
+        ctx.kafka.client(["assign", bs, ASSIGNED_GROUP, topics[0], str(run_s), str(SLOW_RATE)]))
+    ctx.event("consumer_start", group=ASSIGNED_GROUP, topics=[topics[0]], seconds=run_s, rate=SLOW_RATE,
+              commit_interval_ms=1000, mode="assign")
 
     txn = ctx.background("txn-producer", ctx.kafka.client(
         ["txn", bs, TXN_TOPIC, TXN_ID, str(TXN_COUNT), str(TXN_RECORDS), str(TXN_PAUSE_MS), TXN_GROUP]))

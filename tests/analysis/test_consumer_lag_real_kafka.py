@@ -46,7 +46,7 @@ LAG_TOPICS = ("lag-none", "lag-gzip", "lag-snappy", "lag-lz4", "lag-zstd", "lag-
 #: Committed to through transactions (group ``txn-app``): COMMIT and ABORT markers in the log.
 TXN_TOPIC = "txn-orders"
 #: Every group of the scenario.
-GROUPS = ("caught-up", "slow", "stopped", "behind-retention", "txn-app")
+GROUPS = ("caught-up", "slow", "stopped", "behind-retention", "txn-app", "assigned")
 
 
 @pytest.fixture(scope="module", params=built_on("consumer_lag"))
@@ -130,6 +130,26 @@ def test_records_lag_equals_kafka_consumer_groups_at_every_capture(bundle):
     # they started, so the first captures may show none of them)
     assert want.path.nunique() >= 5 and want.group.nunique() >= 4
     pd.testing.assert_frame_equal(mine, want, check_dtype=False)
+
+
+def test_an_assign_mode_committer_is_judged_as_kafka_lists_it(bundle):
+    """``assigned`` commits from a consumer that assigned its partitions itself (as Flink and Spark do):
+    the coordinator keeps its offset commits and no group record of it (the ``groups`` table), and the
+    tool lists it with no member. Its lag at every capture equals the tool's, and Burrow rates it as
+    any group."""
+    path, manifest, tables = bundle
+
+    def records(table, group: str) -> int:
+        return table.where(F.col("group") == group).count()
+
+    assert records(tables.offsets, "assigned") > 0 and records(tables.groups, "assigned") == 0
+    assert records(tables.groups, "slow") > 0  # a subscribing group's records are read
+    mine, want = lag_beside_captures(tables, path, manifest)
+    mine, want = (f[f.group == "assigned"].reset_index(drop=True) for f in (mine, want))
+    assert want.path.nunique() >= 5 and set(want.topic) == {"lag-none"} and set(want.partition) == {0, 1}
+    pd.testing.assert_frame_equal(mine, want, check_dtype=False)
+    status = cl.group_status_for(tables, {}).where(F.col("group") == "assigned").count()
+    assert status > 0
 
 
 def _holder(rows: list[dict], offset: int) -> dict | None:
