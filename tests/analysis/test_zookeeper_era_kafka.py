@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -131,18 +132,49 @@ def test_controller_gauges_are_judged_at_the_active_controller_only(analysed):
     assert beside.agrees.dropna().all() and beside.agrees.notna().sum() >= 10, beside[beside.agrees == False]  # noqa: E712
 
 
+#: A partition leader's ISR change in ``server.log`` (2.8: ``ISR updated to 1,2 and version ...``; 3.x
+#: adds ``(under-min-isr)``), and its shrink of the ISR.
+ISR_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] INFO \[Partition (\S+) broker=\d+\] "
+                      r"(ISR updated to ([\d,]+)|Shrinking ISR)")
+
+
+def leader_isr_lines(path: Path) -> list[tuple[int, str, list[int] | None]]:
+    """(time ms, partition, new ISR or None for a shrink announced) of every leader's ISR line."""
+    out = []
+    for log in sorted(path.glob("nodes/*/log4j/server.log*")):
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            m = ISR_LINE.match(line)
+            if m:
+                t = ms(pd.Timestamp(m.group(1).replace(",", ".")))
+                out.append((t, m.group(2), [int(b) for b in m.group(4).split(",")] if m.group(4) else None))
+    return out
+
+
 def test_the_area_reports_the_incident_and_the_stop_at_the_end_once(analysed):
     """The staged incident: every ``orders`` partition under min ISR from the second broker's stop to
-    its restart; the clean stop at the end: one finding, not an outage of every partition."""
-    _path, manifest, *_, tables = analysed
+    its restart; the clean stop at the end: one finding, not an outage of every partition.
+
+    A leader may drop a follower again right after its restart (its last caught-up time still from
+    before its stop; measured on a loaded CI machine: broker 2 added to ``orders-1`` and dropped 13 ms
+    later, back 19 ms after that): any other under-min-ISR finding starts where a leader logged the
+    partition's ISR below min ISR, and flapping is told only of a partition a leader shrank after
+    that restart."""
+    path, manifest, *_, tables = analysed
     found = isr.grouped_area_findings(isr.analyse(tables)).toPandas()
     at = {e["event"] + str(e.get("node", "")): e["t_ms"] for e in manifest["events"]}
     under = found[found.kind == "under_min_isr"]
-    assert sorted(under.subject) == ["orders-0", "orders-1", "orders-2"], found
-    assert all(at["broker_hard_stop2"] < ms(t) < at["broker_restart2"] for t in under.start), under
+    staged = under.start.map(lambda t: at["broker_hard_stop2"] < ms(t) < at["broker_restart2"])
+    assert sorted(under[staged].subject) == ["orders-0", "orders-1", "orders-2"], found
+    lines = leader_isr_lines(path)
+    for row in under[~staged].itertuples():
+        assert any(p == row.subject and isr_ is not None and len(isr_) < 2 and abs(t - ms(row.start)) <= 50
+                   for t, p, isr_ in lines), (row, [x for x in lines if x[1] == row.subject])
+    dropped_again = {p for t, p, isr_ in lines if isr_ is None and t > at["broker_restart2"]}
+    flapping = found[found.kind == "isr_flapping"]
+    assert set(flapping.subject) <= dropped_again, (flapping, dropped_again)
     stopped = found[found.kind == "cluster_stopped"]
     assert list(stopped.subject) == [manifest["cluster_id"]] and ms(stopped.start.iloc[0]) > at["cluster_stop"]
-    assert set(found.kind) == {"under_min_isr", "cluster_stopped"}, found
+    assert set(found.kind) - {"isr_flapping"} == {"under_min_isr", "cluster_stopped"}, found
 
 
 def test_consumer_lag_equals_kafka_consumer_groups_at_every_capture(analysed):
