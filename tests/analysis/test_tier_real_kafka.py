@@ -26,6 +26,7 @@ from peer.scenario import built_on
 from tests.kafka_bundles import dump_entries
 from workbench.analysis import tier
 from workbench.analysis.tier import backlog, model
+from workbench.formats.dumptext_parse import parse_kafka_dump
 
 #: The module's fixture replays the bundle once per version (several Spark jobs): on a loaded
 #: 2-core machine that takes longer than the default per-test limit.
@@ -222,8 +223,7 @@ def dumped_segments(path: Path) -> dict[int, tuple[int, int]]:
         name = Path(entry["file"]).name
         if not name.endswith(".log") or f"{TOPIC}-0" not in entry["file"]:
             continue
-        text = (path / entry["dump"]).read_text(encoding="utf-8")
-        records = sum(int(n) for n in re.findall(r"^baseOffset: \d+ lastOffset: \d+ count: (\d+)", text, re.M))
+        records = sum(r["record_count"] for r in parse_kafka_dump(path / entry["dump"]) if r["kind"] == "batch")
         got = (records, (path / entry["file"]).stat().st_size)
         base = int(name.split("-", 1)[0].split(".", 1)[0])
         assert out.setdefault(base, got) == got, (entry["file"], got, out[base])  # both copies agree
