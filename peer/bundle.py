@@ -33,6 +33,7 @@ TOOL_NAMES = {
     "consumer-groups": "kafka-consumer-groups",
     "metadata-quorum": "kafka-metadata-quorum",
     "get-offsets": "kafka-get-offsets",
+    "transactions": "kafka-transactions",
     "configs": "kafka-configs",
     "dump-log": "kafka-dump-log",
     "producer-perf": "kafka-producer-perf-test",

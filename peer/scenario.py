@@ -31,12 +31,13 @@ from peer.metrics import JmxSampler
 from peer.process import Managed, spawn
 
 #: Scenarios of the newest pinned release, in build order.
-PINNED_SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2", "mm2_partial", "restarts", "flap")
+PINNED_SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2", "mm2_partial", "restarts", "flap",
+                    "transactions")
 #: Scenarios of the older pinned release (3.9, the last 3.x): the metadata log, ISR, quorum and
 #: consumer-offset formats and tool texts of the 3.x line. MirrorMaker 2 and tiered storage run the
 #: same code on both releases and their builds are the longest (each 300-400 s on a loaded 2-core
 #: machine), so they are built on the newest release only, which keeps ``make test`` inside CI's time.
-OLDER_SCENARIOS = ("isr", "consumer_lag", "quorum")
+OLDER_SCENARIOS = ("isr", "consumer_lag", "quorum", "transactions")
 #: Every scenario: also ``idle`` (older releases only, :data:`ERA_SETS`), ``demo`` (one
 #: incident across all five areas, on the default release only; the shipped demo is still ``isr``)
 #: and ``hostile`` (HTML, script and invisible characters in every free-text field; on the default

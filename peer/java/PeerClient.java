@@ -9,20 +9,35 @@
 //   assign   BOOTSTRAP GROUP TOPIC[,TOPIC] SECONDS RATE          (as consume, but every partition of
 //            the topics assigned by the client itself, as Flink and Spark do: its commits carry
 //            no generation and the group never has a member)
+//            (either takes an optional last argument ISOLATION: read_committed or
+//            read_uncommitted, the default)
 //   txn      BOOTSTRAP TOPIC TRANSACTIONAL_ID TRANSACTIONS RECORDS PAUSE_MS GROUP
 //            (transactions of RECORDS records each, every third one aborted; each also
 //            commits an offset of GROUP through the transaction, then PAUSE_MS of rest)
+//   txn-open BOOTSTRAP TOPIC TRANSACTIONAL_ID RECORDS TIMEOUT_MS
+//            (one transaction of RECORDS records on every partition of TOPIC, with
+//            transaction.timeout.ms TIMEOUT_MS, left open: prints "open" and waits to be killed)
+//   offsets  BOOTSTRAP TOPIC SECONDS INTERVAL_MS
+//            (every INTERVAL_MS, ListOffsets latest of each partition with isolation
+//            read_committed (the last stable offset) and read_uncommitted (the log end): one
+//            JSON line per partition and sample; a failed sample is skipped)
 //
 // Each mode prints one summary line on stdout when done.
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.TimeUnit;
 
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -32,6 +47,7 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -41,7 +57,7 @@ public class PeerClient {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 1) {
-            throw new IllegalArgumentException("usage: produce|consume|assign|txn ...");
+            throw new IllegalArgumentException("usage: produce|consume|assign|txn|txn-open|offsets ...");
         }
         switch (args[0]) {
             case "produce":
@@ -51,7 +67,14 @@ public class PeerClient {
             case "consume":
             case "assign":
                 consume(args[1], args[2], Arrays.asList(args[3].split(",")),
-                        Integer.parseInt(args[4]), Integer.parseInt(args[5]), args[0].equals("assign"));
+                        Integer.parseInt(args[4]), Integer.parseInt(args[5]), args[0].equals("assign"),
+                        args.length > 6 ? args[6] : "read_uncommitted");
+                break;
+            case "txn-open":
+                txnOpen(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]));
+                break;
+            case "offsets":
+                offsets(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
                 break;
             case "txn":
                 txn(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]),
@@ -115,10 +138,11 @@ public class PeerClient {
     static final long JOIN_LIMIT_MS = 120_000L;
 
     static void consume(String bootstrap, String group, List<String> topics, int seconds, int rate,
-                        boolean assign) throws Exception {
+                        boolean assign, String isolation) throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("group.id", group);
+        p.put("isolation.level", isolation);
         p.put("client.id", "peer-consumer-" + group);
         p.put("enable.auto.commit", "false");
         p.put("auto.offset.reset", "earliest");
@@ -183,8 +207,8 @@ public class PeerClient {
                                       : ", never assigned a partition"));
     }
 
-    static void txn(String bootstrap, String topic, String transactionalId, int transactions, int records,
-                    int pauseMs, String group) throws Exception {
+    /** Settings of a transactional producer with id {@code transactionalId}. */
+    static Properties transactional(String bootstrap, String transactionalId) {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("transactional.id", transactionalId);
@@ -194,6 +218,12 @@ public class PeerClient {
         p.put("client.id", "peer-txn-" + transactionalId);
         p.put("key.serializer", StringSerializer.class.getName());
         p.put("value.serializer", StringSerializer.class.getName());
+        return p;
+    }
+
+    static void txn(String bootstrap, String topic, String transactionalId, int transactions, int records,
+                    int pauseMs, String group) throws Exception {
+        Properties p = transactional(bootstrap, transactionalId);
         long start = System.currentTimeMillis();
         int committed = 0;
         int aborted = 0;
@@ -225,5 +255,73 @@ public class PeerClient {
         }
         System.out.println("transactions committed " + committed + " aborted " + aborted + " in "
                 + (System.currentTimeMillis() - start) + " ms");
+    }
+
+    static void txnOpen(String bootstrap, String topic, String transactionalId, int records, int timeoutMs)
+            throws Exception {
+        Properties p = transactional(bootstrap, transactionalId);
+        p.put("transaction.timeout.ms", String.valueOf(timeoutMs));
+        KafkaProducer<String, String> producer = new KafkaProducer<>(p);
+        producer.initTransactions();
+        producer.beginTransaction();
+        int partitions = producer.partitionsFor(topic).size();
+        for (int part = 0; part < partitions; part++) {
+            for (int i = 0; i < records; i++) {
+                String value = "{\"open\":true,\"seq\":" + i + ",\"ts\":" + System.currentTimeMillis() + "}";
+                producer.send(new ProducerRecord<>(topic, part, "open-" + i, value));
+            }
+        }
+        producer.flush();  // every record is on the broker: the transaction is open on each partition
+        System.out.println("open " + partitions * records + " records on " + partitions + " partitions");
+        System.out.flush();
+        while (true) {
+            Thread.sleep(60_000L);  // held open until the scenario kills this process
+        }
+    }
+
+    static void offsets(String bootstrap, String topic, int seconds, int intervalMs) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("client.id", "peer-offsets-" + topic);
+        p.put("default.api.timeout.ms", "3000");
+        p.put("request.timeout.ms", "2000");
+        long end = System.currentTimeMillis() + seconds * 1000L;
+        try (Admin admin = Admin.create(p)) {
+            List<TopicPartition> parts = new ArrayList<>();
+            while (parts.isEmpty() && System.currentTimeMillis() < end) {
+                try {
+                    admin.describeTopics(List.of(topic)).allTopicNames().get(3, TimeUnit.SECONDS).get(topic)
+                        .partitions().forEach(info -> parts.add(new TopicPartition(topic, info.partition())));
+                } catch (Exception e) {
+                    Thread.sleep(intervalMs);
+                }
+            }
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            for (TopicPartition tp : parts) {
+                latest.put(tp, OffsetSpec.latest());
+            }
+            while (System.currentTimeMillis() < end) {
+                long t = System.currentTimeMillis();
+                try {
+                    Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> stable = admin.listOffsets(
+                        latest, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED)).all().get(3, TimeUnit.SECONDS);
+                    Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> logEnd = admin.listOffsets(
+                        latest, new ListOffsetsOptions(IsolationLevel.READ_UNCOMMITTED)).all().get(3, TimeUnit.SECONDS);
+                    long done = System.currentTimeMillis();
+                    for (TopicPartition tp : parts) {
+                        System.out.println("{\"t_ms\":" + t + ",\"t_end_ms\":" + done + ",\"topic\":\"" + topic
+                            + "\",\"partition\":" + tp.partition() + ",\"last_stable_offset\":"
+                            + stable.get(tp).offset() + ",\"log_end_offset\":" + logEnd.get(tp).offset() + "}");
+                    }
+                    System.out.flush();
+                } catch (Exception e) {
+                    // a broker restarting: this sample is skipped
+                }
+                long wait = t + intervalMs - System.currentTimeMillis();
+                if (wait > 0) {
+                    Thread.sleep(wait);
+                }
+            }
+        }
     }
 }

@@ -14,7 +14,10 @@ One parser per view, each ``parse_...(text, path="", problems=None) -> list of d
   observers as JSON objects, 3.7+, or as id lists, earlier);
   ``describe --replication``: :func:`parse_quorum_replication` (with or without ``DirectoryId``,
   with ``--human-readable``'s ``N ms ago``);
-* ``kafka-get-offsets.sh`` (``GetOffsetShell``): :func:`parse_get_offsets`.
+* ``kafka-get-offsets.sh`` (``GetOffsetShell``): :func:`parse_get_offsets`;
+* any table Kafka prints with ``ToolsUtils.prettyPrintTable`` (``kafka-transactions.sh`` ``list``,
+  ``describe``, ``describe-producers``, ``find-hanging``): :func:`parse_tab_table`, one dict of
+  header to cell per row.
 
 The consumer-groups tool prints fixed-width blocks (``printf("%-Ns ", ...)``, widths chosen per
 block), so a row is cut at its block header's column positions, which keeps empty cells (3.x
@@ -534,6 +537,35 @@ PARSERS = {
     "quorum_replication": parse_quorum_replication,
     "get_offsets": parse_get_offsets,
 }
+
+
+def parse_tab_table(text: str, path: str = "", problems: ProblemLog | None = None) -> list[dict[str, str | None]]:
+    """Rows of a table printed by Kafka's ``ToolsUtils.prettyPrintTable``: a header line, then one
+    line per row, each cell padded to its column's width and followed by a tab. An empty cell is
+    None; a line with another number of cells is a problem (its line number), not a row.
+
+    Examples
+    --------
+    >>> parse_tab_table("TransactionalId\\tProducerId\\t\\npayments \\t7         \\t\\n")
+    [{'TransactionalId': 'payments', 'ProducerId': '7'}]
+    """
+    log = _log(path, problems)
+    header: list[str] | None = None
+    rows: list[dict[str, str | None]] = []
+    for number, line in _lines(text):
+        if not line.strip():
+            continue
+        cells = [c.strip() for c in line.rstrip("\n").split("\t")]
+        if cells and cells[-1] == "":
+            cells.pop()
+        if header is None:
+            header = cells
+            continue
+        if len(cells) != len(header):
+            log.report(number, "unparsed_line", f"line {number}: {len(cells)} cells under a header of {len(header)}")
+            continue
+        rows.append({h: (c or None) for h, c in zip(header, cells, strict=True)})
+    return rows
 
 
 def tool_view(tool: str, args: Sequence[str]) -> str | None:
