@@ -44,7 +44,6 @@ Timeline (about 3 minutes):
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import time
 
@@ -81,9 +80,6 @@ SETTINGS = {
     "transaction.state.log.min.isr": "1",
     "min.insync.replicas": "1",
 }
-#: A producer line of ``describe-producers``: ProducerId, ProducerEpoch, LatestCoordinatorEpoch,
-#: LastSequence, LastTimestamp, CurrentTransactionStartOffset (``None`` when none is open).
-_PRODUCER_LINE = re.compile(r"^\s*(\d+)\s+(\d+)\s+(-?\d+)\s+(-?\d+)\s+(-?\d+)\s+(\d+|None)\s*$")
 
 
 def java_hash(text: str) -> int:
@@ -123,10 +119,12 @@ def capture(ctx: ScenarioContext, bs: str, broker: int, *, hanging: bool) -> Non
 def open_start_offset(text: str) -> int | None:
     """The ``CurrentTransactionStartOffset`` of the one open transaction in a ``describe-producers``
     capture (None when none is open)."""
-    for line in text.splitlines():
-        m = _PRODUCER_LINE.match(line)
-        if m and m.group(6) != "None":
-            return int(m.group(6))
+    from workbench.formats.tooltext import parse_tab_table
+
+    for row in parse_tab_table(text):
+        start = row.get("CurrentTransactionStartOffset")
+        if start not in (None, "None"):
+            return int(start)
     return None
 
 
