@@ -48,7 +48,7 @@ _NEEDED = ("node_id", "topic", "partition", "segment_base_offset", "position", "
 
 
 def log_growth(batches: DataFrame, *, topics: Sequence[str] | None = None,
-               per_replica: bool = False) -> DataFrame:
+               per_replica: bool = False, carry: Sequence[str] = ()) -> DataFrame:
     """One row per batch of each partition's fullest replica, in offset order, with cumulative bytes and times.
 
     Parameters
@@ -60,6 +60,8 @@ def log_growth(batches: DataFrame, *, topics: Sequence[str] | None = None,
         Only these topics.
     per_replica : bool
         Every replica's own log instead of the fullest one's: the running figures are per node.
+    carry : sequence of str
+        Further columns of ``batches`` kept after the growth columns (e.g. the producer's id).
 
     Returns
     -------
@@ -105,7 +107,7 @@ def log_growth(batches: DataFrame, *, topics: Sequence[str] | None = None,
             .withColumn("bytes_end", F.sum(F.col("size").cast("long")).over(running))
             .withColumn("bytes_before", F.col("bytes_end") - F.col("size"))
             .withColumn("reached", F.max("max_timestamp").over(running))
-            .select(*GROWTH_COLUMNS))
+            .select(*GROWTH_COLUMNS, *carry))
 
 
 def batches_of(tables: Any, topics: Sequence[str]) -> DataFrame:
