@@ -42,6 +42,25 @@ def transactional_topics(tables: Any) -> list[str]:
     return kept_with(tables, "transactions.topics", compute)
 
 
+def latest_ms(tables: Any) -> int | None:
+    """The last moment any transactional partition's log changed (its latest batch or marker)."""
+    from workbench.spark.registry import kept_with
+
+    def compute() -> int | None:
+        value = log_rows(tables).agg(F.max("t_us")).collect()[0][0]
+        return None if value is None else int(value) // 1000
+
+    return kept_with(tables, "transactions.latest_ms", compute)
+
+
+def as_of(tables: Any, at_ms: int | None) -> int | None:
+    """``at_ms``, or None (the bundle's end, whose results are kept) when nothing changed after it."""
+    if at_ms is None:
+        return None
+    latest = latest_ms(tables)
+    return None if latest is None or at_ms >= latest else int(at_ms)
+
+
 def log_rows(tables: Any, at_ms: int | None = None) -> DataFrame:
     """One row per batch of each transactional partition's fullest replica, in offset order.
 
@@ -117,14 +136,20 @@ def coordinator_known(tables: Any) -> bool:
 
 def bundle_end_ms(tables: Any, params: Mapping[str, Any] | None = None) -> int | None:
     """The moment the analysis stands at: the ``txn_at_ms`` parameter, else the latest batch time of the
-    bundle (the KRaft metadata log and the internal topics included: a cluster writes them until it stops)."""
+    bundle's internal topics (the KRaft metadata log, ``__consumer_offsets``...: stamped by the brokers,
+    which write them until the cluster stops), or of any topic when it holds none."""
     given = (params or {}).get("txn_at_ms")
     if given is not None:
         return int(given)
     from workbench.spark.registry import kept_with
 
     def compute() -> int | None:
-        value = tables["batches"].agg(F.max(F.unix_millis("max_timestamp"))).collect()[0][0]
+        # the internal topics carry the brokers' clocks (a producer's clock may run ahead)
+        stamps = tables["batches"].select(F.col("topic").startswith("__").alias("internal"),
+                                          F.unix_millis("max_timestamp").alias("ms"))
+        row = stamps.agg(F.max(F.when(F.col("internal"), F.col("ms"))).alias("internal"),
+                         F.max("ms").alias("any")).collect()[0]
+        value = row["internal"] if row["internal"] is not None else row["any"]
         return None if value is None else int(value)
 
     return kept_with(tables, "transactions.bundle_end_ms", compute)

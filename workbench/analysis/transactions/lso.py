@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from workbench.analysis.transactions.inputs import log_rows
+from workbench.analysis.transactions.inputs import as_of, log_rows
 from workbench.analysis.transactions.spans import transaction_spans
 
 if TYPE_CHECKING:
@@ -83,6 +83,7 @@ def lso_series(tables: Any, at_ms: int | None = None) -> DataFrame:
                             since.alias("pinned_since"))
 
     # a past moment is asked for once (a test, a what-if): kept only at the bundle's end
+    at_ms = as_of(tables, at_ms)
     return compute() if at_ms is not None else tables.derive("transactions.lso", compute)
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from workbench.analysis.transactions.inputs import log_rows, producer_ids
+from workbench.analysis.transactions.inputs import as_of, log_rows, producer_ids
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -68,4 +68,5 @@ def transaction_spans(tables: Any, at_ms: int | None = None) -> DataFrame:
             "marker_offset", F.timestamp_micros("_end").alias("end"), outcome.alias("outcome"), "coordinator_epoch")
 
     # a past moment is asked for once (a test, a what-if): kept only at the bundle's end
+    at_ms = as_of(tables, at_ms)
     return compute() if at_ms is not None else tables.derive("transactions.spans", compute)

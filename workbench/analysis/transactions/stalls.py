@@ -68,8 +68,9 @@ def stalled_groups(tables: Any) -> DataFrame:
                   order.rowsBetween(Window.unboundedPreceding, 0)))
               .withColumn("_next", F.lead("commit_time").over(order)))
     stalled = marked.where("_at")
-    return stalled.groupBy("group", "topic", "partition", "_run").agg(
-        F.min("lso").alias("lso"), F.first("pinned_producer_id", ignorenulls=True).alias("pinned_producer_id"),
+    # one stretch per run of commits at one LSO (a run can move on to the next pinned LSO at once)
+    return stalled.groupBy("group", "topic", "partition", "_run", "lso").agg(
+        F.first("pinned_producer_id", ignorenulls=True).alias("pinned_producer_id"),
         F.min("commit_time").alias("start"), F.max("commit_time").alias("last_commit"),
         F.count("*").alias("commits"), F.max("log_end_offset").alias("log_end_offset"),
         F.max_by("_next", "commit_time").alias("released")).drop("_run")
