@@ -136,3 +136,23 @@ def write_lab_settings(config_dir: Path, repo: Path) -> None:
         target = Path(config_dir) / "lab" / "user-settings" / package / f"{name}.jupyterlab-settings"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+
+
+def main() -> int:
+    """Build (or reuse) this checkout's Binder environment ahead of the tests (``make test`` runs it
+    beside the scenario builds); one line says where and how long, a failure says why and exits 1
+    (the notebook tests then build it again and fail with the same reason)."""
+    import time
+
+    started = time.monotonic()
+    try:
+        _, env, _ = binder_kernel(Path(__file__).resolve().parent.parent)
+    except Exception as exc:  # the reason goes to the log the Makefile names
+        print(f"binder environment: not built: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(f"binder environment: {Path(env['JUPYTER_PATH']).parent.parent} ({time.monotonic() - started:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
