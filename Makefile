@@ -37,7 +37,7 @@ kafka: venv
 	$(PY) -m peer fetch
 
 # Incident scenarios run on real Kafka clusters on 127.0.0.1, cached per Kafka version and definition:
-# exactly the set the tests read (peer.scenario.DEFAULT_SETS, every scenario on both releases)
+# exactly the set the tests read (peer.__main__.default_sets: the parametrised, era, ZooKeeper and single sets)
 scenarios: kafka
 	$(PY) -m peer scenarios --jobs $(SCENARIO_JOBS)
 

@@ -5,7 +5,7 @@ Usage::
     python -m peer fetch [--version V ...]              (default: every pinned version)
     python -m peer scenarios [--version V ...] [--only NAME ...] [--force] [--attempts N]
                              [--jobs N]                (default: peer.scenario.DEFAULT_SETS,
-                                                        ERA_SETS and ZK_SETS)
+                                                        ERA_SETS, ZK_SETS, SINGLE_SETS)
     python -m peer demo --out DIR [--version V]
 
 ``scenarios`` prints one bundle directory per line on stdout (progress goes to stderr) and
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from peer.errors import PeerError
 from peer.kafka import DEFAULT_VERSION, VERSIONS, fetch
-from peer.scenario import DEFAULT_SETS, ERA_SETS, SCENARIOS, ZK_SCENARIOS, ZK_SETS, build
+from peer.scenario import DEFAULT_SETS, ERA_SETS, SCENARIOS, SINGLE_SETS, ZK_SCENARIOS, ZK_SETS, build
 
 #: Scenarios by how long they take to build (longest first), to pack parallel builds; those built
 #: alone (``EXCLUSIVE``: quorum) last, once the others have been started.
@@ -112,6 +112,14 @@ def _build_in_parallel(wanted: list[tuple[str, str]], args: argparse.Namespace) 
     return 0 if all(results) else 1
 
 
+def default_sets() -> dict[str, tuple[str, ...]]:
+    """Each release's scenarios that ``scenarios`` builds without ``--only``: every bundle a test reads
+    (:data:`~peer.scenario.DEFAULT_SETS`, ``ERA_SETS``, ``ZK_SETS`` and ``SINGLE_SETS``)."""
+    groups = (DEFAULT_SETS, ERA_SETS, ZK_SETS, SINGLE_SETS)
+    return {v: tuple(dict.fromkeys(n for group in groups for n in group.get(v, ())))
+            for v in dict.fromkeys(k for group in groups for k in group)}
+
+
 def wanted_builds(versions: list[str] | None, only: list[str] | None,
                   sets: dict[str, tuple[str, ...]]) -> list[tuple[str, str]]:
     """The (release, scenario) pairs to build: ``only``'s scenarios on the releases whose set holds
@@ -136,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     p_fetch = sub.add_parser("fetch", help="resolve Kafka from Maven Central into the cache")
     p_fetch.add_argument("--version", action="append", choices=list(VERSIONS))
     p_sc = sub.add_parser("scenarios", help="build (or reuse) scenario bundles")
-    p_sc.add_argument("--version", action="append", choices=list(dict.fromkeys([*VERSIONS, *ERA_SETS, *ZK_SETS])))
+    p_sc.add_argument("--version", action="append", choices=list(dict.fromkeys([*VERSIONS, *default_sets()])))
     p_sc.add_argument("--only", nargs="+", choices=[*SCENARIOS, *ZK_SCENARIOS])
     p_sc.add_argument("--force", action="store_true", help="rebuild complete bundles")
     p_sc.add_argument("--attempts", type=int, default=2,
@@ -157,9 +165,7 @@ def main(argv: list[str] | None = None) -> int:
                 _log(f"Kafka {version}: {kafka.lib} ({time.monotonic() - started:.1f} s)")
                 print(kafka.lib)
         elif args.command == "scenarios":
-            sets = {v: tuple(dict.fromkeys(n for group in (DEFAULT_SETS, ERA_SETS, ZK_SETS) for n in group.get(v, ())))
-                    for v in {**DEFAULT_SETS, **ERA_SETS, **ZK_SETS}}
-            wanted = wanted_builds(args.version, args.only, sets)
+            wanted = wanted_builds(args.version, args.only, default_sets())
             if args.jobs > 1 and len(wanted) > 1:
                 return _build_in_parallel(wanted, args)
             failed = False

@@ -13,7 +13,7 @@ from peer.cluster import Cluster, cluster_id_for
 from peer.errors import ClusterError, FetchError, PeerError
 from peer.kafka import ERA_SERVERS, VERSIONS, Kafka, fetch
 from peer.locks import file_lock, slot_lock
-from peer.scenario import DEFAULT_SETS, ERA_SETS, PINNED_SCENARIOS, SCENARIOS, scenario_hash
+from peer.scenario import DEFAULT_SETS, ERA_SETS, PINNED_SCENARIOS, SCENARIOS, SINGLE_SETS, ZK_SETS, scenario_hash
 from peer.scenarios.quorum import leader_id
 from workbench.errors import WorkbenchError
 
@@ -99,6 +99,13 @@ def test_default_sets_and_hashes() -> None:
     assert {n for names in ERA_SETS.values() for n in names} == {"idle"} and "idle" not in DEFAULT_SETS["4.3.1"]
     hashes = {scenario_hash(name) for name in SCENARIOS}
     assert len(hashes) == len(SCENARIOS)
+    # `python -m peer scenarios` (make test) builds every bundle a test reads, so none is built mid-suite
+    from peer.__main__ import default_sets
+
+    built = default_sets()
+    for sets in (DEFAULT_SETS, ERA_SETS, ZK_SETS, SINGLE_SETS):
+        assert all(set(names) <= set(built[v]) for v, names in sets.items())
+    assert "hostile" in built["4.3.1"]
 
 
 def test_leader_id_parsing() -> None:
