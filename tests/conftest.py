@@ -67,8 +67,12 @@ def spark():
         conf={
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
-            # not C1 alone: its 48 MiB code cache fills early in a run (workbench/session.py)
-            "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -Duser.timezone=UTC",
+            # C1 alone: the suite runs thousands of small, different queries, whose C2 compilations
+            # cost more CPU than they save (benchmarks/README.md, "The test suite"), and the lanes
+            # of `make test` share two cores; its code cache enlarged, as C1's default 48 MiB fills
+            # early in a run (workbench/session.py)
+            "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
+                                             "-XX:ReservedCodeCacheSize=1g -Duser.timezone=UTC",
         },
     )
     yield session
