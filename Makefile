@@ -55,9 +55,9 @@ check: venv
 
 # The suite: every scenario bundle is built first (three at a time, nothing else running but Binder's
 # environment at the lowest priority: on a loaded 2-core machine Kafka's clusters, MirrorMaker 2 and
-# the clients time out, and the timing checks judge bundles built at a load of 15 and more), then the tests in two pytest lanes side by
-# side (tests/lanes.py: the files whose tests wait on report kernels, and the rest; LANES=1 runs one
-# pytest over everything). `-m "not kafka"` in PYTEST_ARGS runs the tests that need no bundle
+# the clients time out, and the timing checks judge bundles built at a load of 15 and more), then
+# the tests in two pytest lanes side by side (tests/lanes.py: the files whose tests wait on report
+# kernels, and the rest; LANES=1 runs one pytest over everything). `-m "not kafka"` in PYTEST_ARGS runs the tests that need no bundle
 # (tests/conftest.py marks every test using a bundle or cluster fixture `kafka`); the bundles are
 # built all the same.
 LANES ?= 2
