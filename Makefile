@@ -53,11 +53,11 @@ CHECK_MARKERS := not kafka and not kernel and not browser and not cluster and no
 check: venv
 	$(PY) -m pytest -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
 
-# The suite: every scenario bundle is built first (three at a time, nothing else running but Binder's
-# environment at the lowest priority: on a loaded 2-core machine Kafka's clusters, MirrorMaker 2 and
-# the clients time out, and the timing checks judge bundles built at a load of 15 and more), then
-# the tests in two pytest lanes side by side (tests/lanes.py: the files whose tests wait on report
-# kernels, and the rest; LANES=1 runs one pytest over everything). `-m "not kafka"` in PYTEST_ARGS runs the tests that need no bundle
+# The suite: every scenario bundle is built first (three at a time, nothing else running: on a
+# loaded 2-core machine Kafka's clusters, MirrorMaker 2 and the clients time out, and the timing
+# checks judge bundles built at a load of 15 and more), then the tests in two pytest lanes side by
+# side (tests/lanes.py: the files whose tests wait on report kernels, and the rest; LANES=1 runs one
+# pytest over everything). `-m "not kafka"` in PYTEST_ARGS runs the tests that need no bundle
 # (tests/conftest.py marks every test using a bundle or cluster fixture `kafka`); the bundles are
 # built all the same.
 LANES ?= 2
@@ -65,19 +65,7 @@ LANES ?= 2
 # quorum scenarios on Kafka 3.9.2 (peer.scenario.OLDER_SCENARIOS)
 export KAFKA_WORKBENCH_OLDER_RELEASE
 export KAFKA_WORKBENCH_FULL
-#
-# Binder's environment for the notebook tests (tests/binder_env.py: its own venv, pip install and
-# postBuild's compile) is built beside the bundles at the lowest CPU priority, from what the
-# clusters leave idle (benchmarks/README.md, "Scenario bundles"); its line goes to
-# $(KAFKA_WORKBENCH_CACHE)/logs/binder-build.log. When it fails, the notebook tests build it again
-# and fail with its reason.
-BINDER_LOG = $(KAFKA_WORKBENCH_CACHE)/logs/binder-build.log
-test: venv chromium kafka
-	@mkdir -p "$(dir $(BINDER_LOG))"
-	@nice -n 19 $(PY) -m tests.binder_env > "$(BINDER_LOG)" 2>&1 & binder=$$!; \
-	$(PY) -m peer scenarios --jobs $(SCENARIO_JOBS); status=$$?; \
-	wait $$binder && cat "$(BINDER_LOG)" || echo "make test: Binder's environment was not built beside the bundles: $(BINDER_LOG)"; \
-	exit $$status
+test: venv chromium scenarios
 ifeq ($(LANES),1)
 	$(PY) -m pytest $(PYTEST_ARGS)
 else

@@ -139,8 +139,8 @@ def write_lab_settings(config_dir: Path, repo: Path) -> None:
 
 
 def main() -> int:
-    """Build (or reuse) this checkout's Binder environment ahead of the tests (``make test`` runs it
-    beside the scenario builds); one line says where and how long, a failure says why and exits 1
+    """Build (or reuse) this checkout's Binder environment ahead of the notebook tests
+    (``python -m tests.binder_env``); one line says where and how long, a failure says why and exits 1
     (the notebook tests then build it again and fail with the same reason)."""
     import time
 
