@@ -136,17 +136,25 @@ def test_controller_gauges_are_judged_at_the_active_controller_only(analysed):
 #: adds ``(under-min-isr)``), and its shrink of the ISR.
 ISR_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] INFO \[Partition (\S+) broker=\d+\] "
                       r"(ISR updated to ([\d,]+)|Shrinking ISR)")
+#: The controller's own ISR change (``controller.log``), as when it removes a replica of a broker in
+#: controlled shutdown: ``Partition P state changed to (Leader:3,ISR:3,...) after removing replica 2``.
+CONTROLLER_ISR_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] INFO \[Controller id=\d+ epoch=\d+\] "
+                                 r"Partition (\S+) state changed to \(Leader:-?\d+,ISR:([\d,]*),")
 
 
 def leader_isr_lines(path: Path) -> list[tuple[int, str, list[int] | None]]:
-    """(time ms, partition, new ISR or None for a shrink announced) of every leader's ISR line."""
+    """(time ms, partition, new ISR or None for a shrink announced) of every ISR line of a leader
+    (``server.log``) or of the controller (``controller.log``)."""
     out = []
-    for log in sorted(path.glob("nodes/*/log4j/server.log*")):
+    for log in sorted(path.glob("nodes/*/log4j/*.log*")):
         for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
-            m = ISR_LINE.match(line)
-            if m:
-                t = ms(pd.Timestamp(m.group(1).replace(",", ".")))
-                out.append((t, m.group(2), [int(b) for b in m.group(4).split(",")] if m.group(4) else None))
+            if m := ISR_LINE.match(line):
+                isr_ = [int(b) for b in m.group(4).split(",")] if m.group(4) else None
+            elif m := CONTROLLER_ISR_LINE.match(line):
+                isr_ = [int(b) for b in m.group(3).split(",") if b]
+            else:
+                continue
+            out.append((ms(pd.Timestamp(m.group(1).replace(",", "."))), m.group(2), isr_))
     return out
 
 
