@@ -147,7 +147,7 @@ def main() -> int:
     started = time.monotonic()
     try:
         _, env, _ = binder_kernel(Path(__file__).resolve().parent.parent)
-    except Exception as exc:  # the reason goes to the log the Makefile names
+    except Exception as exc:  # any failure of the build: its reason on stderr, exit 1
         print(f"binder environment: not built: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(f"binder environment: {Path(env['JUPYTER_PATH']).parent.parent} ({time.monotonic() - started:.1f} s)")
