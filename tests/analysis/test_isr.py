@@ -346,6 +346,38 @@ def test_notable_partitions_worst_first_quiet_ones_left_out(spark):
     assert [tuple(r) for r in got.collect()] == [("orders", 20.0, 30.0, 50.0, 3), ("audit", 0.0, 24.5, 34.5, 2)]
 
 
+def test_every_episode_a_final_stop_began_is_told_in_its_finding_whether_or_not_it_lasted(spark):
+    """Brokers 3, 2 and 1 stop in turn at the end of the log. ``orders-0`` goes under min ISR as broker 3
+    stops (broker 2 behind), back to min ISR as broker 2 catches up, under again as broker 2 stops, then
+    offline: every episode began with the stop, the first ended within it. One info finding counts them,
+    no critical finding is left of them, and an episode from before the stop stays."""
+    log = MetadataLog()
+    log.add(0, "FeatureLevelRecord", {"feature_name": "metadata.version", "feature_level": 7}, api_key=12)
+    log.config(0, 4, "", "min.insync.replicas", "2")
+    for b in (1, 2, 3):
+        log.broker(0.5, "RegisterBrokerRecord", b, fenced=True).broker(0.6, "UnfenceBrokerRecord", b, fenced=False)
+    log.topic(1, "orders", ORDERS).partition(1, ORDERS, 0, [1, 2, 3], [1, 2, 3], 1)
+    log.topic(1, "audit", AUDIT).partition(1, AUDIT, 0, [2, 3], [2, 3], 2)
+    log.change(5, AUDIT, 0, isr=[2])                                    # before the stop: its own episode
+    log.broker(10, "BrokerRegistrationChangeRecord", 3, in_controlled_shutdown=True)
+    log.change(10.1, ORDERS, 0, isr=[1]).change(10.3, ORDERS, 0, isr=[1, 2])
+    log.broker(10.5, "BrokerRegistrationChangeRecord", 2, in_controlled_shutdown=True)
+    log.change(10.6, ORDERS, 0, isr=[1]).change(10.6, AUDIT, 0, leader=-1)
+    log.broker(11, "BrokerRegistrationChangeRecord", 1, in_controlled_shutdown=True)
+    log.change(11.1, ORDERS, 0, leader=-1).noop(12)
+    metadata = states_frame(spark, log)
+    states = isr.partition_states(metadata)
+    bare = isr.findings(states).select("kind", "subject", "start", "end").collect()
+    def naive(seconds):
+        return at(seconds).replace(tzinfo=None)
+
+    assert ("under_min_isr", "orders-0", naive(10.1), naive(10.3)) in [tuple(r) for r in bare]  # ended in the stop
+    found = isr.findings(states, stops=isr.cluster_stops(metadata)).orderBy("start").collect()
+    assert [(f.kind, f.severity, f.subject, f.start) for f in found] == [
+        ("under_min_isr", "critical", "audit-0", naive(5)), ("cluster_stopped", "info", "unknown", naive(10))]
+    assert found[1].figures == {"brokers": 3.0, "offline_partitions": 2.0, "under_min_isr_partitions": 1.0}
+
+
 def test_a_stop_before_metadata_version_is_the_partition_batch_ahead_of_the_fence(spark):
     """Kafka 3.0-3.2 record no inControlledShutdown: a stopping broker's partitions move in a batch of
     their own, then it is fenced; a broker whose session was lost has them changed in the fence's batch."""

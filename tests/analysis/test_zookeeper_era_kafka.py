@@ -166,7 +166,9 @@ def test_the_area_reports_the_incident_and_the_stop_at_the_end_once(analysed):
     before its stop; measured on a loaded CI machine: broker 2 added to ``orders-1`` and dropped 13 ms
     later, back 19 ms after that): any other under-min-ISR finding starts where a leader logged the
     partition's ISR below min ISR, and flapping is told only of a partition a leader shrank after
-    that restart."""
+    that restart. Whatever the stop at the end did to a partition (the controller removing each
+    stopping broker from its ISR, then leaving it without a leader) is told in the stop's finding,
+    never as a critical finding of its own."""
     path, manifest, *_, tables = analysed
     found = isr.grouped_area_findings(isr.analyse(tables)).toPandas()
     at = {e["event"] + str(e.get("node", "")): e["t_ms"] for e in manifest["events"]}
@@ -182,6 +184,8 @@ def test_the_area_reports_the_incident_and_the_stop_at_the_end_once(analysed):
     assert set(flapping.subject) <= dropped_again, (flapping, dropped_again)
     stopped = found[found.kind == "cluster_stopped"]
     assert list(stopped.subject) == [manifest["cluster_id"]] and ms(stopped.start.iloc[0]) > at["cluster_stop"]
+    critical = found[found.severity == "critical"]
+    assert not (critical.start >= stopped.start.iloc[0]).any(), critical
     assert set(found.kind) - {"isr_flapping"} == {"under_min_isr", "cluster_stopped"}, found
 
 

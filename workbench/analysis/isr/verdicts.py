@@ -33,9 +33,10 @@ def findings(states: DataFrame, *, flap_threshold: int = 3, stops: DataFrame | N
       moves.replica_moves`; ``moves`` passes them computed);
     * ``cluster_stopped`` (info), with ``stops`` (:func:`cluster_stops`): a cluster's brokers all
       shut down in order at the end of its log. The offline and under-min-ISR episodes that began
-      with that shutdown and last to the end of the log are its consequence, not an outage: they
-      are told as this one finding (how many partitions it left offline and under min ISR)
-      instead of one critical finding each. Episodes that began before it are kept.
+      with that shutdown are its consequence, not an outage, whether they last to the end of the log
+      or end within it (a partition under min ISR as one broker stops, then offline as the next
+      does): they are told as this one finding (how many partitions it left offline and under min
+      ISR) instead of one critical finding each. Episodes that began before it are kept.
     * ``cluster_restarted`` (warning), with ``restarts``
       (:func:`workbench.analysis.metadata_log.cluster_restarts`): the whole cluster was down in the
       middle of the log and came back. The offline and under-min-ISR episodes that began and ended
@@ -165,14 +166,15 @@ def _told_as_restarts(found: DataFrame, states: DataFrame, restarts: DataFrame) 
 
 
 def _told_as_stops(found: DataFrame, states: DataFrame, stops: DataFrame) -> DataFrame:
-    """``found`` with the open episodes that a cluster's final shutdown began replaced by one finding per stop."""
+    """``found`` with the episodes that a cluster's final shutdown began (open or not: nothing but the
+    shutdown happens after its start) replaced by one finding per stop."""
     clusters = states.select("cluster_id", F.col("topic_id").alias("_topic_id")).distinct()
     stop = stops.select(F.col("cluster_id").alias("_cluster"), F.col("start").alias("_stop"),
                         F.col("end").alias("_stop_end"), "brokers")
     tagged = found.join(clusters, "_topic_id", "left")
     tagged = (tagged.join(stop, tagged["cluster_id"].eqNullSafe(stop["_cluster"]), "left")
               .withColumn("_by_stop", F.col("kind").isin("offline", "under_min_isr") & F.col("_stop").isNotNull()
-                          & (F.col("start") >= F.col("_stop")) & F.col("_open")))
+                          & (F.col("start") >= F.col("_stop"))))
     kept = tagged.where(~F.col("_by_stop")).select(*found.columns)
     by_stop = tagged.where(F.col("_by_stop"))
     offline = F.countDistinct(F.when(F.col("kind") == "offline", F.col("subject")))
