@@ -176,6 +176,20 @@ def test_mapping_surface_and_errors(spark, tmp_path):
         workbench.load(workbench.open_bundle(tmp_path), spark, colour="red")
 
 
+def test_a_table_said_to_read_no_file_has_no_row(spark, tmp_path):
+    """``reads_no_file`` answers without Spark for the tables whose files a bundle lacks (an area's
+    "no data"): on a bundle of one metadata log, each table it names has no row, the log's does."""
+    from tests.incident import write_incident_bundle
+
+    tables = workbench.load(workbench.open_bundle(write_incident_bundle(tmp_path / "incident")), spark)
+    said = {name for name in table_specs() if tables.reads_no_file(name)}
+    assert "metadata" not in said and {"offsets", "quorum", "remote", "events", "transactions"} <= said
+    for name in said:
+        assert tables[name].count() == 0, name
+        assert not tables.reads_no_file(name)  # built: its rows are what they are
+    assert tables.metadata.count() > 0
+
+
 def test_every_registered_table_documents_its_rows_and_builds_on_an_empty_bundle(spark, tmp_path):
     (tmp_path / "empty").mkdir()
     tables = workbench.load(workbench.open_bundle(tmp_path / "empty"), spark)

@@ -375,5 +375,7 @@ def area_has_data(tables: Any, name: str) -> bool:
     if name not in known:
         raise ConfigError(f"no analysis area {name!r}; areas: {', '.join(known)}")
     wanted = known[name].tables
-    return not wanted or any(kept_with(tables, f"has_rows:{t}", lambda t=t: tables[t].limit(1).count() > 0)
+    none = getattr(tables, "reads_no_file", lambda _t: False)
+    return not wanted or any(kept_with(tables, f"has_rows:{t}",
+                                       lambda t=t: not none(t) and tables[t].limit(1).count() > 0)
                              for t in wanted)

@@ -461,6 +461,15 @@ class Tables(Mapping[str, "DataFrame"]):
         self._built[name] = built
         return built
 
+    def reads_no_file(self, name: str) -> bool:
+        """Whether table ``name`` is read from files by its data source and the bundle has none of them:
+        it has no row, known without a Spark job (a report asks every area's tables; most bundles
+        lack several kinds of file). False when it may have rows (built already, derived, or files)."""
+        spec = table_spec(name)
+        if spec.source is None or name in self._built:
+            return False
+        return not (spec.select(self.bundle) if spec.select else self.bundle.of_kind(*spec.kinds))
+
     def problems_of(self, name: str) -> DataFrame:
         """The problems met building one table (built now if it was not yet)."""
         built = self._build(name)
