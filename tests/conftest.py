@@ -79,11 +79,15 @@ def spark():
     session.stop()
 
 
+#: Bundles written once per session whose tables and results stay kept across modules (:func:`incident_bundle`).
+_SESSION_BUNDLES: set[Path] = set()
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _release_cached_tables():
     """Drop what a module cached in Spark (persisted reads, checkpointed derived results) once the
-    module is done, except the real scenario bundles' tables: many modules read the same few
-    bundles, which are decoded once per session."""
+    module is done, except the real scenario bundles' tables and the session's own bundles: many
+    modules read the same few bundles, which are decoded and analysed once per session."""
     yield
     from pyspark.sql import SparkSession
 
@@ -92,7 +96,19 @@ def _release_cached_tables():
         from workbench.spark.registry import unpersist_all
 
         scenarios = (cache_root() / "scenarios").resolve()
-        unpersist_all(keep=lambda root: Path(root).resolve().is_relative_to(scenarios))
+        unpersist_all(keep=lambda root: Path(root).resolve().is_relative_to(scenarios)
+                      or Path(root).resolve() in _SESSION_BUNDLES)
+
+
+@pytest.fixture(scope="session")
+def incident_bundle(tmp_path_factory) -> Path:
+    """The tiny ISR incident of :mod:`tests.incident`, written once per session; the modules that
+    only read it share its tables and findings (every area computed once)."""
+    from tests.incident import write_incident_bundle
+
+    root = write_incident_bundle(tmp_path_factory.mktemp("incident") / "incident")
+    _SESSION_BUNDLES.add(root.resolve())
+    return root
 
 
 @pytest.fixture(scope="session")

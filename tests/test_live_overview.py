@@ -7,7 +7,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.incident import write_incident_bundle
 from widgets.timeline import FindingsTimeline, merge_for_display
 from workbench.analysis.findings import all_findings
 from workbench.investigation import open_investigation
@@ -16,8 +15,8 @@ pytestmark = pytest.mark.spark
 
 
 def test_the_live_overview_draws_each_area_as_it_arrives_and_ends_on_the_findings(
-        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    inv = open_investigation(write_incident_bundle(tmp_path / "incident"), spark=spark)
+        spark, incident_bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    inv = open_investigation(incident_bundle, spark=spark)
     drawn: list[tuple[list[str], list[str], pd.DataFrame]] = []
     first: list[str] = []
     update, init = FindingsTimeline.update, FindingsTimeline.__init__

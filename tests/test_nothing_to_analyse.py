@@ -18,7 +18,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.incident import write_incident_bundle
 from workbench.investigation import open_investigation
 from workbench.report import EXIT_FAILED, exit_code_for
 
@@ -88,8 +87,8 @@ def test_a_bundle_whose_files_are_all_unreadable(spark, tmp_path: Path) -> None:
         assert why.startswith(f"{first['kind']} at byte {first['position']}: {first['detail']}"), why
 
 
-def test_a_bundle_with_data_is_not_called_empty(spark, tmp_path: Path) -> None:
-    inv = open_investigation(write_incident_bundle(tmp_path / "incident"), spark=spark)
+def test_a_bundle_with_data_is_not_called_empty(spark, incident_bundle: Path) -> None:
+    inv = open_investigation(incident_bundle, spark=spark)
     assert inv.nothing_to_analyse() is None
     summary = inv.summary()
     assert summary["nothing_to_analyse"] is None and summary["unusable_files"] == []
