@@ -118,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     from workbench.analysis.findings import area_has_data, areas, check_findings
     from workbench.investigation import open_investigation
 
+    from workbench.session import input_size
+
     t0 = time.monotonic()
-    spark = workbench.session(args.master)
+    spark = workbench.session(args.master, input_bytes=input_size(args.bundle))  # as a report's kernel starts it
     tracker = spark.sparkContext.statusTracker()
     inv = open_investigation(args.bundle, params={"bundle": args.bundle, "report": True}, spark=spark)
     rows_out = {"session_s": round(time.monotonic() - t0, 1), "areas": {}}

@@ -80,6 +80,13 @@ def test_session_maps_the_archive(recorded: tuple[Path, bytes]) -> None:
     seen = _session(cache)
     assert seen["count"] == 5
     assert f"-XX:SharedArchiveFile={archive}" in seen["jvm_args"]
+    # with options of the operator's own (the suite's report kernels run C1 alone), still mapped
+    from workbench.session import JAVA_OPTIONS_ENV
+
+    options = ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=1g"]
+    seen = _session(cache, **{JAVA_OPTIONS_ENV: " ".join(options)})
+    assert seen["count"] == 5
+    assert f"-XX:SharedArchiveFile={archive}" in seen["jvm_args"] and set(options) <= set(seen["jvm_args"])
 
 
 @pytest.mark.kernel

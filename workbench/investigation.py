@@ -465,7 +465,7 @@ def open_investigation(bundle: str | Path | None = "", *, spark: SparkSession | 
     """
     from workbench.bundle import open_bundle
     from workbench.demo import demo_bundle_path
-    from workbench.session import session
+    from workbench.session import input_size, session
     from workbench.spark.registry import load
 
     values = {k: v for k, v in (params or {}).items()
@@ -474,7 +474,7 @@ def open_investigation(bundle: str | Path | None = "", *, spark: SparkSession | 
     start, end = parse_window(values.get("start"), values.get("end"))
     path = Path(bundle) if bundle not in (None, "") else demo_bundle_path()
     began = time.monotonic()
-    spark = spark or session()
+    spark = spark or session(input_bytes=input_size(path))
     key = (id(spark), str(Path(path).resolve()), repr(sorted(values.items(), key=lambda kv: kv[0])),
            repr(sorted(options.items())))
     found = _OPEN.get(key)

@@ -17,6 +17,16 @@ if TYPE_CHECKING:
 MASTER_ENV = "WORKBENCH_SPARK_MASTER"
 #: Environment variable giving ``spark.driver.memory`` (``512m`` on Binder).
 MEMORY_ENV = "WORKBENCH_DRIVER_MEMORY"
+#: Environment variable adding options to the driver JVM's own (``-XX:TieredStopAtLevel=1``: the
+#: test suite's report kernels, which share two cores, compile less); unset, the JVM's defaults.
+JAVA_OPTIONS_ENV = "WORKBENCH_DRIVER_JAVA_OPTIONS"
+#: Input under this many bytes is small (most incident bundles): its session's driver JVM compiles with
+#: C1 alone, whose code a short run reaches sooner and for far less CPU than C2's (benchmarks/README.md,
+#: "C1 alone for small bundles"); larger input keeps the JVM's tiered compilation, for its long runs.
+SMALL_INPUT_BYTES = 16 * 2**20
+#: The driver JVM options for small input (C1's code cache enlarged: its 48 MiB default fills with a
+#: session's generated classes, after which the JVM stops compiling).
+SMALL_INPUT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
 #: The driver JVM's logging: Spark's messages go to :func:`spark_log_path`, not to the terminal.
 LOG_CONFIG = Path(__file__).resolve().parent / "data" / "log4j2.properties"
 #: Newest log files kept; older ones are removed when a session starts.
@@ -37,6 +47,37 @@ def _log_options() -> str:
         return ""
     prune_logs(log.parent, "spark-*.log")
     return f" -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()} -Dworkbench.log.file={log}"
+
+
+def _extra_java_options(input_bytes: int | None = None) -> str:
+    """The driver JVM options ``$WORKBENCH_DRIVER_JAVA_OPTIONS`` adds, else :data:`SMALL_INPUT_OPTIONS`
+    for input known to be under :data:`SMALL_INPUT_BYTES` (empty otherwise)."""
+    extra = os.environ.get(JAVA_OPTIONS_ENV, "").strip()
+    if not extra and input_bytes is not None and input_bytes < SMALL_INPUT_BYTES:
+        extra = SMALL_INPUT_OPTIONS
+    return f" {extra}" if extra else ""
+
+
+def input_size(path: str | Path, limit: int = SMALL_INPUT_BYTES) -> int | None:
+    """The bytes of the files under ``path`` (a directory, or one file such as an archive), counted up to
+    ``limit`` and no further (a large data directory is not walked to its end); None when ``path`` is not
+    a local file or directory (a URL, a missing path): its size is unknown."""
+    root = Path(path)
+    try:
+        if not root.is_dir():
+            return root.stat().st_size
+        total = 0
+        for folder, _dirs, files in os.walk(root):
+            for name in files:
+                try:
+                    total += os.stat(os.path.join(folder, name)).st_size
+                except OSError:
+                    continue
+                if total >= limit:
+                    return total
+        return total
+    except OSError:
+        return None
 
 
 def prune_logs(folder: Path, pattern: str) -> None:
@@ -78,6 +119,7 @@ def session(
     app_name: str = "kafka-workbench",
     driver_memory: str | None = None,
     conf: dict[str, Any] | None = None,
+    input_bytes: int | None = None,
 ) -> SparkSession:
     """Return a Spark session set up for the workbench and register its data sources.
 
@@ -90,7 +132,12 @@ def session(
         Application name shown by a cluster's UI.
     driver_memory : str, optional
         ``spark.driver.memory`` for a session started by this call; defaults to
-        ``$WORKBENCH_DRIVER_MEMORY``, else ``1g`` (Binder sets ``512m``).
+        ``$WORKBENCH_DRIVER_MEMORY``, else ``1g`` (Binder sets ``512m``). ``$WORKBENCH_DRIVER_JAVA_OPTIONS``
+        adds options to the driver JVM's (unless ``conf`` names them).
+    input_bytes : int, optional
+        The size of what the session will read, when known (:func:`input_size`): under
+        :data:`SMALL_INPUT_BYTES` a new driver JVM runs with :data:`SMALL_INPUT_OPTIONS`, unless
+        ``$WORKBENCH_DRIVER_JAVA_OPTIONS`` says otherwise.
     conf : dict, optional
         Extra Spark settings; they override the defaults.
 
@@ -122,7 +169,7 @@ def session(
     archive = None
     if "spark.driver.extraJavaOptions" not in (conf or {}):
         settings["spark.driver.extraJavaOptions"], archive = classarchive.session_options()
-        settings["spark.driver.extraJavaOptions"] += _log_options()
+        settings["spark.driver.extraJavaOptions"] += _log_options() + _extra_java_options(input_bytes)
     settings["spark.driver.memory"] = driver_memory or os.environ.get(MEMORY_ENV) or "1g"
     settings["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
     for key, value in (conf or {}).items():
@@ -149,7 +196,8 @@ def session(
         # a class archive the JVM cannot start with (cut short, overwritten): without it, and never again
         classarchive.discard(archive)
         spark = builder.config("spark.driver.extraJavaOptions",
-                               classarchive.DRIVER_OPTIONS + _log_options()).getOrCreate()
+                               classarchive.DRIVER_OPTIONS + _log_options() + _extra_java_options(input_bytes)
+                               ).getOrCreate()
     if not remote:
         spark.sparkContext.setLogLevel("ERROR")
     register_sources(spark)
