@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 MASTER_ENV = "WORKBENCH_SPARK_MASTER"
 #: Environment variable giving ``spark.driver.memory`` (``512m`` on Binder).
 MEMORY_ENV = "WORKBENCH_DRIVER_MEMORY"
-#: Environment variable adding options to the driver JVM's own (``-XX:TieredStopAtLevel=1``: the
-#: test suite's report kernels, which share two cores, compile less); unset, the JVM's defaults.
+#: Environment variable adding the operator's own options to the driver JVM's (``-XX:TieredStopAtLevel=4``,
+#: ``-Xss4m``); when set, it replaces the options chosen by the input's size (:data:`SMALL_INPUT_OPTIONS`).
 JAVA_OPTIONS_ENV = "WORKBENCH_DRIVER_JAVA_OPTIONS"
 #: Input under this many bytes is small (most incident bundles): its session's driver JVM compiles with
 #: C1 alone, whose code a short run reaches sooner and for far less CPU than C2's (benchmarks/README.md,
@@ -134,12 +134,12 @@ def session(
         ``spark.driver.memory`` for a session started by this call; defaults to
         ``$WORKBENCH_DRIVER_MEMORY``, else ``1g`` (Binder sets ``512m``). ``$WORKBENCH_DRIVER_JAVA_OPTIONS``
         adds options to the driver JVM's (unless ``conf`` names them).
+    conf : dict, optional
+        Extra Spark settings; they override the defaults.
     input_bytes : int, optional
         The size of what the session will read, when known (:func:`input_size`): under
         :data:`SMALL_INPUT_BYTES` a new driver JVM runs with :data:`SMALL_INPUT_OPTIONS`, unless
         ``$WORKBENCH_DRIVER_JAVA_OPTIONS`` says otherwise.
-    conf : dict, optional
-        Extra Spark settings; they override the defaults.
 
     Returns
     -------
