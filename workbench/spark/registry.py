@@ -453,13 +453,17 @@ class Tables(Mapping[str, "DataFrame"]):
                 result = spec.build(ctx)
                 built = result if isinstance(result, Built) else Built(result)
             else:
-                chosen = spec.select(self.bundle) if spec.select else self.bundle.of_kind(*spec.kinds)
+                chosen = self._files_of(spec)
                 opts = {k: self.options[k] for k in spec.options if k in self.options}
                 built = ctx.read(spec, list(chosen), **opts)
         finally:
             self._building.pop()
         self._built[name] = built
         return built
+
+    def _files_of(self, spec: TableSpec) -> Sequence[Artifact]:
+        """The bundle's files a table's data source reads (``spec.select``'s, else every file of its kinds)."""
+        return spec.select(self.bundle) if spec.select else self.bundle.of_kind(*spec.kinds)
 
     def reads_no_file(self, name: str) -> bool:
         """Whether table ``name`` is read from files by its data source and the bundle has none of them:
@@ -468,7 +472,7 @@ class Tables(Mapping[str, "DataFrame"]):
         spec = table_spec(name)
         if spec.source is None or name in self._built:
             return False
-        return not (spec.select(self.bundle) if spec.select else self.bundle.of_kind(*spec.kinds))
+        return not self._files_of(spec)
 
     def problems_of(self, name: str) -> DataFrame:
         """The problems met building one table (built now if it was not yet)."""
@@ -489,7 +493,7 @@ class Tables(Mapping[str, "DataFrame"]):
             if not spec.kinds or (not spec.persist and name not in self._built):
                 continue
             if spec.source is not None:
-                chosen = spec.select(self.bundle) if spec.select else self.bundle.of_kind(*spec.kinds)
+                chosen = self._files_of(spec)
             else:
                 chosen = self.bundle.of_kind(*spec.kinds)
             if chosen:
