@@ -24,7 +24,7 @@ def frames(spark, log: MetadataLog, epochs: dict[int, int] | None = None):
         offset, ts = row[COLUMNS.index("offset")], row[COLUMNS.index("timestamp")]
         epoch = max((e for start, e in epochs.items() if start <= offset), default=1)
         batches.append((1, PATH, "__cluster_metadata", 0, 0, offset * 100, offset, offset, 1, 80, 2, "none",
-                        "CreateTime", ts, ts, -1, -1, -1, False, row[COLUMNS.index("is_control")], epoch, True))
+                        "CreateTime", ts, ts, -1, -1, -1, False, row[COLUMNS.index("is_control")], epoch, 0, True))
     return spark.createDataFrame(log.rows, METADATA_SCHEMA), spark.createDataFrame(batches, BATCHES_SCHEMA)
 
 

@@ -47,7 +47,7 @@ def expected(spark, bundle, *, verify: bool = True, damage=None):
                                       b.base_offset, b.last_offset, b.record_count, b.size, b.magic, b.compression,
                                       b.timestamp_type, stamp(b.base_timestamp), stamp(b.max_timestamp),
                                       b.producer_id, b.producer_epoch, b.base_sequence, b.is_transactional,
-                                      b.is_control, b.partition_leader_epoch, b.crc_valid if verify else None))
+                                      b.is_control, b.partition_leader_epoch, b.crc, b.crc_valid if verify else None))
             file_rows, file_problems = change(file_rows)
             rows += file_rows
             problems += [(a.node_id, path, pos, kind) for pos, kind in file_problems]
@@ -59,7 +59,7 @@ def expected(spark, bundle, *, verify: bool = True, damage=None):
                              b.last_offset, b.record_count, b.size, b.magic, b.compression, b.timestamp_type,
                              stamp(b.base_timestamp), stamp(b.max_timestamp), b.producer_id, b.producer_epoch,
                              b.base_sequence, b.is_transactional, b.is_control, b.partition_leader_epoch,
-                             b.crc_valid if verify else None))
+                             b.crc, b.crc_valid if verify else None))
         problems += [(a.node_id, p.path, p.position, p.kind) for p in log.problems]
     return (spark.createDataFrame(rows, BATCHES_SCHEMA),
             spark.createDataFrame(problems, "node_id int, path string, position long, kind string"))

@@ -53,7 +53,7 @@ BATCHES_SCHEMA = (
     "base_offset long, last_offset long, record_count int, size int, magic int, compression string, "
     "timestamp_type string, base_timestamp timestamp, max_timestamp timestamp, producer_id long, "
     "producer_epoch int, base_sequence int, is_transactional boolean, is_control boolean, "
-    "partition_leader_epoch int, crc_valid boolean"
+    "partition_leader_epoch int, crc long, crc_valid boolean"
 )
 #: Segments larger than this are read by several tasks, split at batch boundaries from the ``.index``.
 SPLIT_BYTES = 128 * 1024 * 1024
@@ -164,7 +164,7 @@ class BatchesReader(SplitSegmentsReader):
                     "producer_id": b.producer_id, "producer_epoch": b.producer_epoch,
                     "base_sequence": b.base_sequence, "is_transactional": b.is_transactional,
                     "is_control": b.is_control, "partition_leader_epoch": b.partition_leader_epoch,
-                    "crc_valid": b.crc_valid if self.verify else None,
+                    "crc": b.crc, "crc_valid": b.crc_valid if self.verify else None,
                 }
 
 
@@ -194,6 +194,7 @@ def _piece_to_arrow(pa: Any, schema: pa.Schema, partition: FilePartition, piece:
         "is_transactional": pa.array(piece["is_transactional"], pa.bool_()),
         "is_control": pa.array(piece["is_control"], pa.bool_()),
         "partition_leader_epoch": checked["partition_leader_epoch"],
+        "crc": pa.array(piece["crc"], i64),
         "crc_valid": pa.array(piece["crc_valid"], pa.bool_(), mask=~piece["crc_checked"]),
     }
     return pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)

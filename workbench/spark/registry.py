@@ -107,7 +107,8 @@ class TableSpec:
         The data source reading the files chosen by ``select``.
     select : callable, optional
         ``select(bundle) -> list of Artifact``: the files ``source`` reads (default: every
-        artifact of ``kinds``).
+        artifact of ``kinds``); for a derived table, the files its rows come from, so a bundle
+        without them is known to give no row without a Spark job (:meth:`Tables.reads_no_file`).
     build : callable, optional
         ``build(ctx: BuildContext) -> DataFrame | Built``, for tables without a source.
     options : frozenset of str
@@ -468,9 +469,10 @@ class Tables(Mapping[str, "DataFrame"]):
     def reads_no_file(self, name: str) -> bool:
         """Whether table ``name`` is read from files by its data source and the bundle has none of them:
         it has no row, known without a Spark job (a report asks every area's tables; most bundles
-        lack several kinds of file). False when it may have rows (built already, derived, or files)."""
+        lack several kinds of file). A derived table counts when it names its files (``select``).
+        False when it may have rows (built already, derived without ``select``, or files)."""
         spec = table_spec(name)
-        if spec.source is None or name in self._built:
+        if name in self._built or (spec.source is None and spec.select is None):
             return False
         return not self._files_of(spec)
 
