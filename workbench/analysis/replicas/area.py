@@ -1,0 +1,90 @@
+"""The replicas area's contract: its analysis of a bundle, findings, view frames and key figures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from workbench.analysis.replicas.compare import compare_replicas, replica_ranges, replica_summary
+from workbench.analysis.replicas.inputs import compaction
+from workbench.analysis.replicas.verdicts import area_findings as grouped_area_findings
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+#: The view draws at most this many partitions (most differences first) and differing batches.
+VIEW_PARTITIONS = 200
+VIEW_DIFFERENCES = 2000
+
+
+@dataclass(frozen=True, eq=False)   # equal only to itself: no comparison of whole tables
+class ReplicasAnalysis:
+    """The replicas area's analysis of one bundle (:func:`analyse`): each replica's range and the comparison."""
+
+    tables: Any
+    params: Mapping[str, Any]
+    ranges: DataFrame
+    comparison: DataFrame
+
+
+def _kept(tables: Any, key: str, compute: Any) -> DataFrame:
+    derive = getattr(tables, "derive", None)
+    return derive(key, compute) if derive is not None else compute()
+
+
+def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> ReplicasAnalysis:
+    """Each replica's range (:func:`~.compare.replica_ranges`) and every compared batch
+    (:func:`~.compare.compare_replicas`) of the bundle's ``replica_batches``, kept with its tables."""
+    batches = tables["replica_batches"]
+    ranges = _kept(tables, "replicas.ranges", lambda: replica_ranges(batches, compaction(tables)))
+    comparison = _kept(tables, "replicas.comparison", lambda: compare_replicas(batches, ranges))
+    return ReplicasAnalysis(tables, dict(params or {}), ranges, comparison)
+
+
+def area_findings(result: ReplicasAnalysis) -> DataFrame:
+    """The area's findings of one analysis (:func:`~.verdicts.area_findings`)."""
+    return grouped_area_findings(result.comparison)
+
+
+def view_frames(result: ReplicasAnalysis) -> dict[str, DataFrame]:
+    """What the replicas view draws: each replica's range of the partitions with most differences, and
+    their differing batches."""
+    summary = replica_summary(result.ranges, result.comparison)
+    part = ("cluster_id", "topic", "partition")
+    score = (summary.groupBy(*part).agg((F.sum("divergent_batches") + F.sum("missing_batches")).alias("_d"))
+             .withColumn("_n", F.row_number().over(Window.orderBy(F.col("_d").desc(), *part)))
+             .where(F.col("_n") <= VIEW_PARTITIONS)
+             .select(*(F.col(c).alias(f"_s_{c}") for c in part), "_n"))
+    ranges = (summary.join(score, [F.col(c).eqNullSafe(F.col(f"_s_{c}")) for c in part])
+              .orderBy("_n", "node_id").select(*summary.columns))
+    order = Window.orderBy(F.col("status").desc(), "topic", "partition", "base_offset", "node_id")
+    differences = (result.comparison.where(F.col("status") != "same")
+                   .withColumn("_n", F.row_number().over(order)).where(F.col("_n") <= VIEW_DIFFERENCES)
+                   .select("cluster_id", "topic", "partition", "node_id", F.col("status").alias("kind"), "base_offset",
+                           "last_offset", "records", "leader_epoch", "time", "others"))
+    return {"ranges": ranges, "differences": differences}
+
+
+def key_figures(result: ReplicasAnalysis) -> dict[str, Any]:
+    """The summary's figures: partitions and replicas compared, batches compared, divergent and missing."""
+    row = result.comparison.agg(
+        F.countDistinct("cluster_id", "topic", "partition").alias("partitions"),
+        F.sum((F.col("status") != "missing").cast("long")).alias("compared"),
+        F.sum((F.col("status") == "divergent").cast("long")).alias("divergent"),
+        F.sum((F.col("status") == "missing").cast("long")).alias("missing")).collect()[0]
+    return {"partitions_compared": row["partitions"] or 0, "batches_compared": row["compared"] or 0,
+            "divergent_batches": row["divergent"] or 0, "missing_batches": row["missing"] or 0}
+
+
+def _register() -> None:
+    from workbench.analysis.findings import register_area
+
+    register_area("replicas", title="Replica consistency", order=7, analyse=analyse, findings=area_findings,
+                  tables=("replica_batches",), frames=view_frames, key_figures=key_figures)
+
+
+_register()
