@@ -242,6 +242,7 @@ def _metadata_variants(bundle: Path, scenario: str) -> list[Variant]:
     seg = segs[0]
     rel = str(seg.relative_to(bundle))
     node = rel.split("/")[1]
+    replica = _replica_subject(seg)
     batches = [b for b in _batches(seg) if not b.is_control and b.record_count > 0]
     # a batch in the middle of the log: its records' times come from the header's base timestamp
     mid = batches[len(batches) // 2]
@@ -249,12 +250,12 @@ def _metadata_variants(bundle: Path, scenario: str) -> list[Variant]:
         for kind, value in TIME_KINDS.items():
             out.append(Variant(f"{scenario}/metadata/batch.{name}/{kind}", scenario, "metadata", f"batch.{name}",
                                kind, rel, str(value), mid.position, ("quorum:*", "isr:*", "consumer_lag:*",
-                                                                     "tier:*", "mirror:*"),
+                                                                     "tier:*", "mirror:*", replica),
                                _header_edit(rel, mid.position, name, value)))
     for kind, value in INT32_KINDS.items():
         out.append(Variant(f"{scenario}/metadata/batch.partition_leader_epoch/{kind}", scenario, "metadata",
                            "batch.partition_leader_epoch", kind, rel, str(value), mid.position,
-                           ("quorum:*",), _header_edit(rel, mid.position, "partition_leader_epoch", value)))
+                           ("quorum:*", replica), _header_edit(rel, mid.position, "partition_leader_epoch", value)))
     out += _restamp_variants(seg, rel, scenario)
     # record fields: int32 ids and epochs, int64 epochs and times, patched in place (same length)
     wanted = {
@@ -287,9 +288,9 @@ def _metadata_variants(bundle: Path, scenario: str) -> list[Variant]:
                 subject = f"{topics.get(meta.fields.get('topicId'), '*')}-{meta.fields['partitionId']}"
                 # the partition, and the cluster-wide ISR findings that count it (offline, under min ISR...)
                 subjects = (f"isr:partition:{subject}", "isr:cluster:*", "quorum:*", "consumer_lag:*", "tier:*",
-                            "mirror:*")
+                            "mirror:*", replica)
             else:
-                subjects = ("quorum:*", f"isr:*:{meta.fields['brokerId']}")
+                subjects = ("quorum:*", f"isr:*:{meta.fields['brokerId']}", replica)
             for fname, kind, value, new in edits:
                 out.append(Variant(
                     f"{scenario}/metadata/{meta.name}.{fname}/{kind}", scenario, "metadata",
@@ -297,6 +298,12 @@ def _metadata_variants(bundle: Path, scenario: str) -> list[Variant]:
                     _value_edit(rel, b.position, start, rec.size, bytes(rec.value), new)))
     del node
     return out
+
+
+def _replica_subject(seg: Path) -> str:
+    """The replicas area's findings a changed batch of segment ``seg`` may add: its partition's replicas
+    (on a partition of two replicas both are named when they differ)."""
+    return f"replicas:replica:*{seg.parent.name} on node *"
 
 
 def _restamp_variants(seg: Path, rel: str, scenario: str) -> list[Variant]:
@@ -317,7 +324,7 @@ def _restamp_variants(seg: Path, rel: str, scenario: str) -> list[Variant]:
         return []
     b, metas = changes[len(changes) // 2]
     # the batch's partitions, and the cluster-wide ISR findings that count them; quorum reads batch times
-    subjects = ("quorum:*", "isr:cluster:*", *sorted({
+    subjects = ("quorum:*", "isr:cluster:*", _replica_subject(seg), *sorted({
         f"isr:partition:{topics.get(m.fields['topicId'], '*')}-{m.fields['partitionId']}" for m in metas}))
     return [Variant(f"{scenario}/metadata/PartitionChangeRecord.batch_time/{kind}", scenario, "metadata",
                     "PartitionChangeRecord.batch_time", kind, rel, str(ms), b.position, subjects,
@@ -333,7 +340,7 @@ def _segment_variants(bundle: Path, scenario: str, topic_glob: str) -> list[Vari
     rel = str(seg.relative_to(bundle))
     tp = seg.parent.name
     b = batches[len(batches) // 2]
-    subjects = (f"*:partition:{tp}", "consumer_lag:*", "tier:*", "mirror:*")
+    subjects = (f"*:partition:{tp}", "consumer_lag:*", "tier:*", "mirror:*", _replica_subject(seg))
     fields = {"base_timestamp": TIME_KINDS, "max_timestamp": TIME_KINDS,
               "partition_leader_epoch": INT32_KINDS, "producer_id": {"min": I64_MIN, "negative": -9},
               "producer_epoch": {"min": -(2**15), "negative": -7}, "base_sequence": INT32_KINDS}
@@ -798,8 +805,9 @@ def _tables_reading(bundle_path: Path, rel: str) -> set[str]:
     art = next((a for a in bundle.artifacts if a.path == rel), None)
     out = set()
     for name, spec in table_specs().items():
-        if spec.build is not None:
-            if art is not None and art.kind in spec.kinds:
+        if spec.build is not None:  # a derived table: by its kinds, or by the files it names
+            if art is not None and (art.kind in spec.kinds
+                                    or (spec.select is not None and any(a.path == rel for a in spec.select(bundle)))):
                 out.add(name)
             continue
         chosen = spec.select(bundle) if spec.select else bundle.of_kind(*spec.kinds)
