@@ -23,7 +23,7 @@ pytestmark = pytest.mark.spark
 
 def batch(topic, part, seg, pos, base, last, size, ts, node=1):
     return (node, f"/b/{node}/{topic}-{part}/{seg:020d}.log", topic, part, seg, pos, base, last, last - base + 1,
-            size, 2, "none", "CreateTime", at(ts), at(ts), -1, -1, -1, False, False, 0, True)
+            size, 2, "none", "CreateTime", at(ts), at(ts), -1, -1, -1, False, False, 0, 0, True)
 
 
 # orders-0: segment 0 holds offsets 0-19 (2 batches, 300 + 200 bytes), segment 20 holds 20-29 (100 bytes)

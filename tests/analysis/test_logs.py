@@ -14,7 +14,7 @@ pytestmark = pytest.mark.spark
 
 def batch(node, topic, part, seg, pos, base, last, size, ts, ts_type="CreateTime"):
     return (node, f"/b/{node}/{topic}-{part}/{seg:020d}.log", topic, part, seg, pos, base, last, last - base + 1,
-            size, 2, "none", ts_type, at(ts), at(ts), -1, -1, -1, False, False, 0, True)
+            size, 2, "none", ts_type, at(ts), at(ts), -1, -1, -1, False, False, 0, 0, True)
 
 
 ROWS = [
