@@ -66,7 +66,8 @@ if replica_data:
 # %% [markdown]
 # ### Replicas and their differences
 #
-# The divergent and missing batches of each partition, added up over its replicas; then the
+# The batches compared on each partition, added up over its replicas (the same, divergent and
+# missing ones); then the
 # partition with most differences, each replica's log as a bar over its offsets, the range every
 # replica holds shaded green, the offsets not compared (below the cleaned point) grey, and each
 # differing batch drawn over its replica (red: divergent, orange: missing; dimmed when written

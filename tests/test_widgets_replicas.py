@@ -5,24 +5,24 @@ from __future__ import annotations
 import pandas as pd
 
 from widgets.linking import TimeWindow, view_factories
-from widgets.replicas import ReplicasView, figure_differences_by_partition, figure_replica_ranges
+from widgets.replicas import ReplicasView, figure_batches_by_partition, figure_replica_ranges
 
 DAY = "2026-11-21 "
 HOSTILE = "<b>x</b>\u202e"
 HOSTILE_SHOWN = "&lt;b&gt;x&lt;/b&gt;⟨U+202E⟩"
 
 # topic, partition, node, log start, log end, batches, records, compared from, shared start, shared end,
-# divergent, missing, first time, last time (the partitions with most differences first)
+# compared, divergent, missing, first time, last time (the partitions with most differences first)
 RANGES = [
-    ("orders", 0, 1, 0, 100, 20, 100, None, 10, 90, 0, 0, "03:10:00", "03:14:00"),
-    ("orders", 0, 2, 0, 100, 20, 100, None, 10, 90, 2, 0, "03:10:00", "03:14:00"),
-    ("orders", 0, 3, 10, 90, 15, 70, None, 10, 90, 0, 1, "03:10:30", "03:13:30"),
-    ("payments", 1, 1, 0, 50, 5, 50, 20, 0, 50, 0, 0, "03:11:00", "03:12:00"),
-    ("payments", 1, 2, 0, 50, 5, 50, 20, 0, 50, 1, 0, None, None),
-    (HOSTILE, 2, 1, 5, 30, 3, 25, None, 5, 30, 0, 1, "03:11:00", "03:12:00"),
-    (HOSTILE, 2, 2, 5, 30, 4, 25, None, 5, 30, 0, 0, "03:11:00", "03:12:00"),
-    ("quiet", 0, 1, 0, 10, 1, 10, None, 0, 10, 0, 0, "03:11:00", "03:12:00"),
-    ("quiet", 0, 2, 0, 10, 1, 10, None, 0, 10, 0, 0, "03:11:00", "03:12:00"),
+    ("orders", 0, 1, 0, 100, 20, 100, None, 10, 90, 16, 0, 0, "03:10:00", "03:14:00"),
+    ("orders", 0, 2, 0, 100, 20, 100, None, 10, 90, 16, 2, 0, "03:10:00", "03:14:00"),
+    ("orders", 0, 3, 10, 90, 15, 70, None, 10, 90, 15, 0, 1, "03:10:30", "03:13:30"),
+    ("payments", 1, 1, 0, 50, 5, 50, 20, 0, 50, 3, 0, 0, "03:11:00", "03:12:00"),
+    ("payments", 1, 2, 0, 50, 5, 50, 20, 0, 50, 3, 1, 0, None, None),
+    (HOSTILE, 2, 1, 5, 30, 3, 25, None, 5, 30, 3, 0, 1, "03:11:00", "03:12:00"),
+    (HOSTILE, 2, 2, 5, 30, 4, 25, None, 5, 30, 4, 0, 0, "03:11:00", "03:12:00"),
+    ("quiet", 0, 1, 0, 10, 1, 10, None, 0, 10, 1, 0, 0, "03:11:00", "03:12:00"),
+    ("quiet", 0, 2, 0, 10, 1, 10, None, 0, 10, 1, 0, 0, "03:11:00", "03:12:00"),
 ]
 # topic, partition, node, kind, base offset, last offset, records, leader epoch, time, others
 DIFFERENCES = [
@@ -37,7 +37,8 @@ DIFFERENCES = [
 def ranges_frame() -> pd.DataFrame:
     frame = pd.DataFrame(RANGES, columns=["topic", "partition", "node_id", "log_start_offset", "log_end_offset",
                                           "batches", "records", "compared_from", "shared_start", "shared_end",
-                                          "divergent_batches", "missing_batches", "first_time", "last_time"])
+                                          "compared_batches", "divergent_batches", "missing_batches", "first_time",
+                                          "last_time"])
     frame.insert(0, "cluster_id", "lkc-1")
     for column in ("first_time", "last_time"):
         frame[column] = pd.to_datetime(frame[column].map(lambda v: None if v is None else DAY + v))
@@ -89,15 +90,18 @@ def test_offsets_below_compared_from_are_drawn_as_not_compared():
         0].text == "No replica of this partition in the frames."
 
 
-def test_differences_per_partition_leave_out_partitions_without_any():
-    fig = figure_differences_by_partition(ranges_frame())
+def test_batches_per_partition_same_divergent_and_missing_added_up_over_replicas():
+    fig = figure_batches_by_partition(ranges_frame())
     got = traces(fig)
-    assert list(got["divergent"].x) == ["orders-0", "payments-1", f"{HOSTILE_SHOWN}-2"]
-    assert list(got["divergent"].y) == [2, 1, 0]
-    assert list(got["missing"].y) == [1, 0, 1]
-    assert got["missing"].text[0] == "node 2: 2 divergent, 0 missing<br>node 3: 0 divergent, 1 missing"
-    only = figure_differences_by_partition(ranges_frame(), topics="payments")
-    assert [list(tr.x) for tr in only.data] == [["payments-1"], ["payments-1"]]
+    assert list(got["same"].x) == ["orders-0", "payments-1", f"{HOSTILE_SHOWN}-2", "quiet-0"]
+    assert list(got["same"].y) == [45, 5, 7, 2]
+    assert list(got["divergent"].y) == [2, 1, 0, 0]
+    assert list(got["missing"].y) == [1, 0, 1, 0]
+    assert got["missing"].text[0] == ("node 1: 16 compared, 0 divergent, 0 missing<br>node 2: 16 compared, "
+                                      "2 divergent, 0 missing<br>node 3: 15 compared, 0 divergent, 1 missing")
+    assert fig.layout.title.text == "Batches compared per partition"
+    only = figure_batches_by_partition(ranges_frame(), topics="payments")
+    assert [list(tr.x) for tr in only.data] == [["payments-1"]] * 3
 
 
 def test_hostile_topic_names_are_escaped_everywhere():
@@ -105,7 +109,7 @@ def test_hostile_topic_names_are_escaped_everywhere():
     assert fig.layout.title.text.startswith(f"{HOSTILE_SHOWN}-2:")
     assert "<b>" not in fig.layout.title.text and "\u202e" not in fig.layout.title.text
     assert list(traces(fig)["missing"].base) == [12]
-    labels = figure_differences_by_partition(ranges_frame()).data[0].x
+    labels = figure_batches_by_partition(ranges_frame()).data[0].x
     assert not [x for x in labels if "<b>" in x or "\u202e" in x]
     view = ReplicasView(ranges_frame(), differences_frame())
     assert [label for label, _ in view.partition_choice.options][2] == "<b>x</b>⟨U+202E⟩-2"   # a text label
@@ -118,15 +122,18 @@ def test_empty_frames_say_so():
     ranges, differences = ranges_frame().iloc[0:0], differences_frame().iloc[0:0]
     assert figure_replica_ranges(ranges, differences).layout.annotations[0].text == (
         "No partition has copies on several nodes.")
-    same = figure_differences_by_partition(ranges_frame()[ranges_frame()["topic"] == "quiet"])
-    assert same.layout.annotations[0].text == "Every replica holds the same batches over the offsets it shares."
-    assert not same.data
+    same = figure_batches_by_partition(ranges_frame()[ranges_frame()["topic"] == "quiet"])
+    assert same.layout.title.text == (
+        "Batches compared per partition: every replica holds the same batches over the offsets it shares")
+    assert [(tr.name, list(tr.y)) for tr in same.data] == [("same", [2]), ("divergent", [0]), ("missing", [0])]
+    assert figure_batches_by_partition(ranges_frame(), topics="nope").layout.annotations[0].text == (
+        "No partition of these topics has copies on several nodes.")
     view = ReplicasView(ranges, differences)
     assert view.partition_choice.value is None
     # replicas that all agree: their ranges drawn, no differing batch
     agreeing = figure_replica_ranges(ranges_frame(), differences, topic="quiet", partition=0)
     assert [(tr.name, list(tr.x)) for tr in agreeing.data] == [("replica's log", [10, 10])]
-    assert view.partitions_figure.layout.annotations[0].text.startswith("Every replica holds the same batches")
+    assert view.partitions_figure.layout.annotations[0].text == "No partition has copies on several nodes."
     assert [f.layout.annotations[0].text for f in view.report_figures()][1] == (
         "No partition has copies on several nodes.")
 
@@ -137,7 +144,7 @@ def test_view_follows_the_dropdown_and_the_shared_window():
     assert isinstance(view, ReplicasView)
     assert view.partition_choice.value == ("lkc-1", "orders", 0)
     assert list(traces(view.ranges_figure)["divergent"].base) == [20, 40]
-    assert list(traces(view.partitions_figure)["divergent"].y) == [2, 1, 0]
+    assert list(traces(view.partitions_figure)["divergent"].y) == [2, 1, 0, 0]
     view.partition_choice.value = ("lkc-1", "payments", 1)
     assert view.ranges_figure.layout.title.text.startswith("payments-1:")
     assert list(traces(view.ranges_figure)["divergent"].base) == [30]
@@ -154,7 +161,7 @@ def test_view_follows_the_dropdown_and_the_shared_window():
     assert view.status.value == ("orders-0: 2 differing batch(es) in the window, 1 outside it "
                                  "(2026-11-21 03:12:30 to 2026-11-21 03:14:00 UTC)")
     report = view.report_figures()
-    assert [f.layout.title.text.split(":")[0] for f in report] == ["Differing batches per partition", "orders-0"]
+    assert [f.layout.title.text.split(":")[0] for f in report] == ["Batches compared per partition", "orders-0"]
     assert "divergent (outside the window)" in traces(report[1])
 
 

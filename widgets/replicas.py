@@ -5,8 +5,8 @@ collected with ``toPandas``):
 
 * ``ranges`` — one row per replica (a partition's copy on one node), the partitions with most
   differences first: ``cluster_id, topic, partition, node_id, log_start_offset, log_end_offset,
-  batches, records, compared_from, shared_start, shared_end, divergent_batches, missing_batches,
-  first_time, last_time``;
+  batches, records, compared_from, shared_start, shared_end, compared_batches, divergent_batches,
+  missing_batches, first_time, last_time``;
 * ``differences`` — one row per batch that differs: ``cluster_id, topic, partition, node_id, kind``
   (``divergent`` or ``missing``), ``base_offset, last_offset, records, leader_epoch, time, others``.
 
@@ -39,15 +39,17 @@ from widgets._frames import (
 )
 from widgets.linking import TimeWindow, register_view, report_window, window_text
 
-__all__ = ["ReplicasView", "figure_differences_by_partition", "figure_replica_ranges"]
+__all__ = ["ReplicasView", "figure_batches_by_partition", "figure_replica_ranges"]
 
 RANGE_COLUMNS = ("cluster_id", "topic", "partition", "node_id", "log_start_offset", "log_end_offset", "batches",
-                 "records", "compared_from", "shared_start", "shared_end", "divergent_batches", "missing_batches",
-                 "first_time", "last_time")
+                 "records", "compared_from", "shared_start", "shared_end", "compared_batches", "divergent_batches",
+                 "missing_batches", "first_time", "last_time")
 DIFFERENCE_COLUMNS = ("cluster_id", "topic", "partition", "node_id", "kind", "base_offset", "last_offset", "records",
                       "leader_epoch", "time", "others")
 #: How a differing batch is drawn by its kind.
 KIND_COLOURS = {"divergent": "#d62728", "missing": "#ff7f0e"}
+#: The per-partition bars: batches the same on every replica, then the differing ones.
+BAR_COLOURS = {"same": "#aec7e8", **KIND_COLOURS}
 #: Opacity of a differing batch whose time falls outside the window.
 DIMMED = 0.25
 
@@ -113,7 +115,7 @@ def figure_replica_ranges(ranges: pd.DataFrame, differences: pd.DataFrame, *, to
     --------
     >>> r = pd.DataFrame({"cluster_id": ["c", "c"], "topic": ["t", "t"], "partition": [0, 0], "node_id": [1, 2],
     ...     "log_start_offset": [0, 0], "log_end_offset": [10, 8], "batches": [2, 2], "records": [10, 8],
-    ...     "compared_from": [None, None], "shared_start": [0, 0], "shared_end": [8, 8],
+    ...     "compared_from": [None, None], "shared_start": [0, 0], "shared_end": [8, 8], "compared_batches": [2, 2],
     ...     "divergent_batches": [0, 1], "missing_batches": [0, 0], "first_time": [None, None],
     ...     "last_time": [None, None]})
     >>> d = pd.DataFrame({"cluster_id": ["c"], "topic": ["t"], "partition": [0], "node_id": [2],
@@ -227,58 +229,61 @@ def figure_replica_ranges(ranges: pd.DataFrame, differences: pd.DataFrame, *, to
     return fig
 
 
-def figure_differences_by_partition(ranges: pd.DataFrame, *, topics: Iterable[str] | str | None = None) -> go.Figure:
-    """Divergent and missing batches per partition (added up over its replicas), most differences first.
+def figure_batches_by_partition(ranges: pd.DataFrame, *, topics: Iterable[str] | str | None = None) -> go.Figure:
+    """The batches compared per partition, added up over its replicas: the same, divergent and missing ones.
 
-    Partitions whose replicas all hold the same batches are left out.
+    Every partition of the frames is drawn (most differences first), so a healthy bundle shows what
+    was compared; the title says when no batch differs.
 
     Examples
     --------
     >>> r = pd.DataFrame({"cluster_id": ["c"] * 2, "topic": ["t"] * 2, "partition": [0, 0], "node_id": [1, 2],
     ...     "log_start_offset": [0, 0], "log_end_offset": [9, 9], "batches": [3, 3], "records": [9, 9],
-    ...     "compared_from": [None, None], "shared_start": [0, 0], "shared_end": [9, 9],
-    ...     "divergent_batches": [1, 1], "missing_batches": [0, 2], "first_time": [None, None],
+    ...     "compared_from": [None, None], "shared_start": [0, 0], "shared_end": [9, 9], "compared_batches": [3, 2],
+    ...     "divergent_batches": [1, 1], "missing_batches": [0, 1], "first_time": [None, None],
     ...     "last_time": [None, None]})
-    >>> [(tr.name, list(tr.x), list(tr.y)) for tr in figure_differences_by_partition(r).data]
-    [('divergent', ['t-0'], [2]), ('missing', ['t-0'], [2])]
+    >>> [(tr.name, list(tr.x), list(tr.y)) for tr in figure_batches_by_partition(r).data]
+    [('same', ['t-0'], [3]), ('divergent', ['t-0'], [2]), ('missing', ['t-0'], [1])]
     """
     require_columns(ranges, RANGE_COLUMNS, "replica ranges")
-    title = "Differing batches per partition"
+    title = "Batches compared per partition"
     frame = ranges
     wanted = selection(topics)
     if wanted is not None:
         frame = frame[frame["topic"].astype(str).isin(wanted)]
     several = _several_clusters(ranges)
     labels: list[str] = []
-    counts: dict[str, list[int]] = {kind: [] for kind in KIND_COLOURS}
+    counts: dict[str, list[int]] = {kind: [] for kind in BAR_COLOURS}
     details: list[str] = []
     for key in _keys(frame):
         rows = _rows_of(frame, key)
+        compared = rows["compared_batches"].fillna(0).astype(int)
         divergent = rows["divergent_batches"].fillna(0).astype(int)
         missing = rows["missing_batches"].fillna(0).astype(int)
-        if not divergent.sum() and not missing.sum():
-            continue
         labels.append(plotly_text(_partition_text(key, several), LABEL_WORD))
+        counts["same"].append(int((compared - divergent).sum()))
         counts["divergent"].append(int(divergent.sum()))
         counts["missing"].append(int(missing.sum()))
-        details.append("<br>".join(f"{_node_label(n)}: {d} divergent, {m} missing"
-                                   for n, d, m in zip(rows["node_id"], divergent, missing, strict=True) if d or m))
+        details.append("<br>".join(f"{_node_label(n)}: {c} compared, {d} divergent, {m} missing"
+                                   for n, c, d, m in zip(rows["node_id"], compared, divergent, missing, strict=True)))
     if not labels:
         chosen = " of these topics" if wanted is not None else ""
-        return empty_figure(title, f"Every replica{chosen} holds the same batches over the offsets it shares.")
+        return empty_figure(title, f"No partition{chosen} has copies on several nodes.")
+    if not any(counts["divergent"]) and not any(counts["missing"]):
+        title += ": every replica holds the same batches over the offsets it shares"
     fig = go.Figure()
-    for kind, colour in KIND_COLOURS.items():
+    for kind, colour in BAR_COLOURS.items():
         fig.add_trace(go.Bar(name=kind, x=labels, y=counts[kind], marker={"color": colour}, text=details,
                              textposition="none",
                              hovertemplate=f"%{{x}}<br>%{{y}} {kind} batch(es)<br>%{{text}}<extra></extra>"))
-    fig.update_layout(title=title, barmode="group", height=380, margin={"l": 10, "r": 10, "t": 60, "b": 40},
+    fig.update_layout(title=title, barmode="stack", height=380, margin={"l": 10, "r": 10, "t": 60, "b": 40},
                       xaxis={"type": "category", "title": {"text": "partition"}},
                       yaxis={"title": {"text": "batches (added up over the replicas)"}, "rangemode": "tozero"})
     return fig
 
 
 class ReplicasView(ipw.VBox):
-    """Interactive replica consistency view: differing batches per partition, and one partition's replicas.
+    """Interactive replica consistency view: the batches compared per partition, and one partition's replicas.
 
     Parameters
     ----------
@@ -318,16 +323,16 @@ class ReplicasView(ipw.VBox):
         super().__init__(children=[self.status, self.partitions_figure, self.partition_choice, self.ranges_figure])
 
     def figures(self) -> tuple[go.Figure, go.Figure]:
-        """Plain figures for the current control values: the differences per partition and the chosen partition."""
+        """Plain figures for the current control values: the batches compared per partition and the chosen partition."""
         cluster, topic, partition = self.partition_choice.value or (None, None, None)
-        return (figure_differences_by_partition(self._ranges),
+        return (figure_batches_by_partition(self._ranges),
                 figure_replica_ranges(self._ranges, self._differences, topic=topic, partition=partition,
                                       cluster_id=cluster, start=self._lo, end=self._hi))
 
     def report_figures(self) -> list[go.Figure]:
-        """The static report's figures: the differences per partition, then the partition with most of them."""
+        """The static report's figures: the batches compared per partition, then the partition with most of them."""
         lo, hi = report_window(self._start, self._end, self._shared)
-        return [figure_differences_by_partition(self._ranges),
+        return [figure_batches_by_partition(self._ranges),
                 figure_replica_ranges(self._ranges, self._differences, start=lo, end=hi)]
 
     def _follow(self, change: dict) -> None:
