@@ -117,7 +117,6 @@ def main(argv: list[str] | None = None) -> int:
     import workbench
     from workbench.analysis.findings import area_has_data, areas, check_findings
     from workbench.investigation import open_investigation
-
     from workbench.session import input_size
 
     t0 = time.monotonic()
