@@ -155,3 +155,11 @@ def test_identical_replicas_give_no_finding_and_a_summary_per_replica(spark):
     assertDataFrameEqual(got, spark.createDataFrame(
         want, "topic string, partition int, node_id int, log_end_offset long, shared_start long, shared_end long, "
               "compared_batches long, divergent_batches long, missing_batches long"))
+
+
+def test_key_figures_count_every_partition_compared_with_or_without_a_cluster_id(spark):
+    frame = spark.createDataFrame(rows(), REPLICA_BATCHES_SCHEMA)
+    ranges = replicas.replica_ranges(frame)
+    result = replicas.ReplicasAnalysis(None, {}, ranges, replicas.compare_replicas(frame, ranges))
+    assert replicas.key_figures(result) == {"partitions_compared": 5, "batches_compared": 24, "divergent_batches": 3,
+                                            "missing_batches": 2}

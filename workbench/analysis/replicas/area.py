@@ -72,7 +72,7 @@ def view_frames(result: ReplicasAnalysis) -> dict[str, DataFrame]:
 def key_figures(result: ReplicasAnalysis) -> dict[str, Any]:
     """The summary's figures: partitions and replicas compared, batches compared, divergent and missing."""
     row = result.comparison.agg(
-        F.countDistinct("cluster_id", "topic", "partition").alias("partitions"),
+        F.countDistinct(F.coalesce("cluster_id", F.lit("")), "topic", "partition").alias("partitions"),
         F.sum((F.col("status") != "missing").cast("long")).alias("compared"),
         F.sum((F.col("status") == "divergent").cast("long")).alias("divergent"),
         F.sum((F.col("status") == "missing").cast("long")).alias("missing")).collect()[0]
