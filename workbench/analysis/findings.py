@@ -121,12 +121,11 @@ class Area:
 
         Several views ask for them in turn; tables without ``derive`` compute them each time.
         """
+        from workbench.spark.registry import derived_with
+
         params = dict(params or {})
-        derive = getattr(tables, "derive", None)
-        if derive is None:
-            return self.findings(self.result_for(tables, params))
         key = f"findings.{self.name}:{self.token}:{_params_key(params)}"
-        return derive(key, lambda: self.findings(self.result_for(tables, params)))
+        return derived_with(tables, key, lambda: self.findings(self.result_for(tables, params)))
 
     def frames_for(self, tables: Any, params: Mapping[str, Any] | None = None) -> dict[str, DataFrame] | None:
         """What the area's view draws for a bundle (None: the area has no view frames)."""

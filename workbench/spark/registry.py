@@ -568,6 +568,13 @@ def kept_with(tables: Any, key: str, compute: Callable[[], Any]) -> Any:
     return keep(key, compute) if keep is not None else compute()
 
 
+def derived_with(tables: Any, key: str, compute: Callable[[], DataFrame]) -> DataFrame:
+    """``compute()`` kept with ``tables`` under ``key`` (:meth:`Tables.derive`) when they keep derived
+    results; computed each time for tables that do not (a plain mapping of frames)."""
+    derive = getattr(tables, "derive", None)
+    return derive(key, compute) if derive is not None else compute()
+
+
 _SESSION_TABLES: dict[tuple, Tables] = {}
 
 

@@ -30,6 +30,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from workbench.analysis.isr.inputs import MIN_ISR_CONFIG, TOPIC_RESOURCE
+from workbench.spark.registry import derived_with
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -166,6 +167,5 @@ def with_text_logs(tables: Any) -> DataFrame:
         return text_log_records(tables.events, clusters)
 
     # kept once per bundle: the states and the stops each read it
-    derive = getattr(tables, "derive", None)
-    rows = derive("isr.text_log_records", build) if derive is not None else build()
+    rows = derived_with(tables, "isr.text_log_records", build)
     return metadata.unionByName(rows, allowMissingColumns=True)

@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from workbench.analysis.replicas.compare import compare_replicas, replica_ranges, replica_summary
 from workbench.analysis.replicas.inputs import compaction
 from workbench.analysis.replicas.verdicts import area_findings as grouped_area_findings
+from workbench.spark.registry import derived_with
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -31,17 +32,12 @@ class ReplicasAnalysis:
     comparison: DataFrame
 
 
-def _kept(tables: Any, key: str, compute: Any) -> DataFrame:
-    derive = getattr(tables, "derive", None)
-    return derive(key, compute) if derive is not None else compute()
-
-
 def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> ReplicasAnalysis:
     """Each replica's range (:func:`~.compare.replica_ranges`) and every compared batch
     (:func:`~.compare.compare_replicas`) of the bundle's ``replica_batches``, kept with its tables."""
     batches = tables["replica_batches"]
-    ranges = _kept(tables, "replicas.ranges", lambda: replica_ranges(batches, compaction(tables)))
-    comparison = _kept(tables, "replicas.comparison", lambda: compare_replicas(batches, ranges))
+    ranges = derived_with(tables, "replicas.ranges", lambda: replica_ranges(batches, compaction(tables)))
+    comparison = derived_with(tables, "replicas.comparison", lambda: compare_replicas(batches, ranges))
     return ReplicasAnalysis(tables, dict(params or {}), ranges, comparison)
 
 
