@@ -90,3 +90,28 @@ if replica_data:
 # %%
 if replica_data:
     display(HTML(table_html(replica_frames["differences"], empty="No batch differs between replicas.")))
+
+# %% [markdown]
+# ### Leader elections from outside the ISR
+#
+# Every leader the metadata log shows elected from outside the ISR (and the eligible leader
+# replicas): an unclean election, which Kafka also marks by setting the partition's leader recovery
+# state to RECOVERING (1). Another broker than the last leader elected this way means whatever the
+# last leader wrote past the new leader's log end was lost.
+
+# %%
+if replica_data:
+    display(HTML(table_html(replica_frames["elections"].drop(columns=["unclean"]),
+                            empty="No leader was elected from outside the ISR.")))
+
+# %% [markdown]
+# ### Each replica's leader epochs
+#
+# Each replica's `leader-epoch-checkpoint`: the first offset it holds from each leader epoch, where
+# the epoch ends on that replica (the next epoch's start, else its log end) and which broker the
+# metadata log says led the partition under that epoch. Kafka truncates a follower to where its
+# leader's copy of the same epoch ends, so replicas that disagree here held different data.
+
+# %%
+if replica_data:
+    display(HTML(table_html(replica_frames["epochs"], empty="No replica's leader-epoch checkpoint is in the bundle.")))

@@ -288,7 +288,7 @@ def _metadata_variants(bundle: Path, scenario: str) -> list[Variant]:
                 subject = f"{topics.get(meta.fields.get('topicId'), '*')}-{meta.fields['partitionId']}"
                 # the partition, and the cluster-wide ISR findings that count it (offline, under min ISR...)
                 subjects = (f"isr:partition:{subject}", "isr:cluster:*", "quorum:*", "consumer_lag:*", "tier:*",
-                            "mirror:*", replica)
+                            "mirror:*", replica, f"replicas:partition:{subject}")   # its unclean elections
             else:
                 subjects = ("quorum:*", f"isr:*:{meta.fields['brokerId']}", replica)
             for fname, kind, value, new in edits:
@@ -325,7 +325,8 @@ def _restamp_variants(seg: Path, rel: str, scenario: str) -> list[Variant]:
     b, metas = changes[len(changes) // 2]
     # the batch's partitions, and the cluster-wide ISR findings that count them; quorum reads batch times
     subjects = ("quorum:*", "isr:cluster:*", _replica_subject(seg), *sorted({
-        f"isr:partition:{topics.get(m.fields['topicId'], '*')}-{m.fields['partitionId']}" for m in metas}))
+        f"{area}:partition:{topics.get(m.fields['topicId'], '*')}-{m.fields['partitionId']}"
+        for m in metas for area in ("isr", "replicas")}))
     return [Variant(f"{scenario}/metadata/PartitionChangeRecord.batch_time/{kind}", scenario, "metadata",
                     "PartitionChangeRecord.batch_time", kind, rel, str(ms), b.position, subjects,
                     _restamp_edit(rel, b.position, ms)) for kind, ms in RESTAMPS.items()]

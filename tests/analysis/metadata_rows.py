@@ -53,10 +53,11 @@ class MetadataLog:
             "elr": elr}, api_key=3)
 
     def change(self, s: float, topic_id: str, p: int, *, isr: list[int] | None = None, leader: int = -2,
-               replicas: list[int] | None = None, elr: list[int] | None = None) -> MetadataLog:
+               replicas: list[int] | None = None, elr: list[int] | None = None,
+               recovery: int | None = None) -> MetadataLog:
         return self.add(s, "PartitionChangeRecord", {
             "topic_id": topic_id, "partition": p, "isr": isr, "leader": leader, "replicas": replicas,
-            "elr": elr}, api_key=5)
+            "elr": elr, "leader_recovery_state": recovery}, api_key=5)
 
     def config(self, s: float, resource_type: int, resource: str, name: str, value: str | None) -> MetadataLog:
         return self.add(s, "ConfigRecord", {"config_resource_type": resource_type, "config_resource_name": resource,

@@ -50,6 +50,14 @@ def test_final_state_of_every_partition_equals_kafka_metadata_shell(spark, tmp_p
                     "elr": v["elr"]} for key, v in image.partitions.items()}
     assert len(theirs) == 10_000
     assert ours == theirs
+    # the leader epochs the replicas area replays (every change naming a leader starts one), as Kafka's merge
+    from workbench.analysis.replicas.epochs import leader_history
+
+    history = leader_history(workbench.load(workbench.open_bundle(tmp_path), spark).metadata)
+    last = history.groupBy("topic_id", "partition").agg(F.max_by(F.struct("epoch", "leader"), "offset").alias("s"))
+    assert max(v["leader_epoch"] for v in image.partitions.values()) > 1
+    assert {(r.topic_id, r.partition): (r.s.epoch, r.s.leader) for r in last.collect()} == {
+        key: (v["leader_epoch"], v["leader"]) for key, v in image.partitions.items()}
 
 
 def test_compiled_replay_equals_reference_replay(spark, tmp_path):

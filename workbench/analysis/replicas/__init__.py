@@ -26,8 +26,14 @@ Definitions:
 What cannot be known from batch headers alone: which record differs inside a divergent batch, and
 which replica Kafka kept (the leader's: the metadata log's leader history tells).
 
+Leader epochs (:mod:`.epochs`): the metadata log replayed into each partition's leader epochs, an
+election from outside the ISR (and the eligible leader replicas) or one Kafka marked ``RECOVERING``
+is **unclean**; each replica's ``leader-epoch-checkpoint`` (the ``leader_epochs`` table) with the
+leader of each epoch.
+
 Outputs, each a DataFrame documented by its function: :func:`replica_ranges`, :func:`shared_ranges`,
-:func:`compare_replicas`, :func:`replica_summary`, :func:`findings`.
+:func:`compare_replicas`, :func:`replica_summary`, :func:`findings`, :func:`leader_history`,
+:func:`replica_epochs`, :func:`unclean_findings`.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from workbench.analysis.replicas.compare import (
     replica_summary,
     shared_ranges,
 )
+from workbench.analysis.replicas.epochs import leader_history, replica_epochs, unclean_findings
 from workbench.analysis.replicas.inputs import Compaction, compaction
 from workbench.analysis.replicas.verdicts import findings
 
@@ -50,5 +57,5 @@ from workbench.analysis.replicas import area as _area  # noqa: F401  (registers 
 __all__ = [
     "ReplicasAnalysis", "analyse", "area_findings", "key_figures", "view_frames", "COMPARISON_COLUMNS",
     "RANGE_COLUMNS", "compare_replicas", "replica_ranges", "replica_summary", "shared_ranges", "Compaction",
-    "compaction", "findings",
+    "compaction", "findings", "leader_history", "replica_epochs", "unclean_findings",
 ]

@@ -10,6 +10,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from workbench.analysis.replicas.compare import compare_replicas, replica_ranges, replica_summary
+from workbench.analysis.replicas.epochs import leader_history, replica_epochs, unclean_findings
 from workbench.analysis.replicas.inputs import compaction
 from workbench.analysis.replicas.verdicts import area_findings as grouped_area_findings
 from workbench.spark.registry import derived_with
@@ -17,38 +18,47 @@ from workbench.spark.registry import derived_with
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-#: The view draws at most this many partitions (most differences first) and differing batches.
+#: The view draws at most this many partitions (most differences first) and differing batches (also
+#: unclean elections and replica epochs).
 VIEW_PARTITIONS = 200
 VIEW_DIFFERENCES = 2000
 
 
 @dataclass(frozen=True, eq=False)   # equal only to itself: no comparison of whole tables
 class ReplicasAnalysis:
-    """The replicas area's analysis of one bundle (:func:`analyse`): each replica's range and the comparison."""
+    """The replicas area's analysis of one bundle (:func:`analyse`): each replica's range, the comparison,
+    every partition's leader epochs and each replica's epoch history."""
 
     tables: Any
     params: Mapping[str, Any]
     ranges: DataFrame
     comparison: DataFrame
+    history: DataFrame
+    epochs: DataFrame
 
 
 def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> ReplicasAnalysis:
     """Each replica's range (:func:`~.compare.replica_ranges`) and every compared batch
-    (:func:`~.compare.compare_replicas`) of the bundle's ``replica_batches``, kept with its tables."""
+    (:func:`~.compare.compare_replicas`) of the bundle's ``replica_batches``; the metadata log's leader
+    epochs (:func:`~.epochs.leader_history`) and each replica's checkpoint against them
+    (:func:`~.epochs.replica_epochs`); kept with its tables."""
     batches = tables["replica_batches"]
     ranges = derived_with(tables, "replicas.ranges", lambda: replica_ranges(batches, compaction(tables)))
     comparison = derived_with(tables, "replicas.comparison", lambda: compare_replicas(batches, ranges))
-    return ReplicasAnalysis(tables, dict(params or {}), ranges, comparison)
+    history = derived_with(tables, "replicas.history", lambda: leader_history(tables["metadata"]))
+    epochs = replica_epochs(tables["leader_epochs"], history, ranges)
+    return ReplicasAnalysis(tables, dict(params or {}), ranges, comparison, history, epochs)
 
 
 def area_findings(result: ReplicasAnalysis) -> DataFrame:
-    """The area's findings of one analysis (:func:`~.verdicts.area_findings`)."""
-    return grouped_area_findings(result.comparison)
+    """The area's findings of one analysis: replicas that differ (:func:`~.verdicts.area_findings`) and
+    elections from outside the ISR (:func:`~.epochs.unclean_findings`)."""
+    return grouped_area_findings(result.comparison).unionByName(unclean_findings(result.history))
 
 
 def view_frames(result: ReplicasAnalysis) -> dict[str, DataFrame]:
     """What the replicas view draws: each replica's range of the partitions with most differences, and
-    their differing batches."""
+    their differing batches; the elections from outside the ISR and each replica's epochs (unclean first)."""
     summary = replica_summary(result.ranges, result.comparison)
     part = ("cluster_id", "topic", "partition")
     score = (summary.groupBy(*part).agg((F.sum("divergent_batches") + F.sum("missing_batches")).alias("_d"))
@@ -62,18 +72,23 @@ def view_frames(result: ReplicasAnalysis) -> dict[str, DataFrame]:
                    .withColumn("_n", F.row_number().over(order)).where(F.col("_n") <= VIEW_DIFFERENCES)
                    .select("cluster_id", "topic", "partition", "node_id", F.col("status").alias("kind"), "base_offset",
                            "last_offset", "records", "leader_epoch", "time", "others"))
-    return {"ranges": ranges, "differences": differences}
+    elections = result.history.where(F.col("unclean")).orderBy("time", "topic", "partition").limit(VIEW_DIFFERENCES)
+    epochs = result.epochs.orderBy(F.col("unclean").desc_nulls_last(), "topic", "partition", "node_id", "epoch")
+    return {"ranges": ranges, "differences": differences, "elections": elections,
+            "epochs": epochs.limit(VIEW_DIFFERENCES)}
 
 
 def key_figures(result: ReplicasAnalysis) -> dict[str, Any]:
-    """The summary's figures: partitions and replicas compared, batches compared, divergent and missing."""
+    """The summary's figures: partitions and replicas compared, batches compared, divergent and missing,
+    elections from outside the ISR."""
     row = result.comparison.agg(
         F.countDistinct(F.coalesce("cluster_id", F.lit("")), "topic", "partition").alias("partitions"),
         F.sum((F.col("status") != "missing").cast("long")).alias("compared"),
         F.sum((F.col("status") == "divergent").cast("long")).alias("divergent"),
         F.sum((F.col("status") == "missing").cast("long")).alias("missing")).collect()[0]
     return {"partitions_compared": row["partitions"] or 0, "batches_compared": row["compared"] or 0,
-            "divergent_batches": row["divergent"] or 0, "missing_batches": row["missing"] or 0}
+            "divergent_batches": row["divergent"] or 0, "missing_batches": row["missing"] or 0,
+            "unclean_elections": result.history.where(F.col("unclean")).count()}
 
 
 def _register() -> None:

@@ -1,0 +1,123 @@
+"""Leader epochs on inline metadata records: the history Kafka's merge gives, unclean elections and
+each replica's checkpoint against them (the real-Kafka checks are in ``test_replicas_real_kafka.py``)."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+import workbench
+from tests.analysis.metadata_rows import MetadataLog, at
+from workbench.analysis import replicas
+from workbench.analysis.replicas.epochs import leader_history, replica_epochs, unclean_findings
+from workbench.errors import WorkbenchError
+from workbench.spark.leader_epochs import LEADER_EPOCHS_SCHEMA
+from workbench.spark.metadata import METADATA_SCHEMA
+
+pytestmark = pytest.mark.spark
+
+ORDERS, AUDIT = "T3JkZXJzT3JkZXJzT3JkZQ", "QXVkaXRBdWRpdEF1ZGl0QQ"
+HISTORY = ("topic string, partition int, epoch int, leader int, previous_leader int, time timestamp, offset long, "
+           "isr_before array<int>, isr array<int>, leader_recovery_state int, unclean boolean")
+
+
+def incident() -> MetadataLog:
+    """orders-0: broker 1 leads, the ISR shrinks to it, broker 2 is elected from outside it (Kafka marks
+    RECOVERING), the controller bumps the epoch, the partition goes offline and broker 2 comes back
+    from outside the empty ISR. audit-0: broker 2 is elected from the eligible leader replicas (clean)."""
+    log = MetadataLog()
+    log.change(0.5, ORDERS, 0, isr=[1], leader=3)                          # before the partition exists: ignored
+    log.topic(1, "orders", ORDERS).partition(1, ORDERS, 0, [1, 2, 3], [1, 2, 3], 1)       # offset 2, epoch 0
+    log.topic(2, "audit", AUDIT).partition(2, AUDIT, 0, [1, 2], [1, 2], 1)               # offset 4, epoch 0
+    log.change(10, ORDERS, 0, isr=[1])                                      # 5: no leader change, epoch 0
+    log.change(20, ORDERS, 0, isr=[2], leader=2, recovery=1)                # 6: unclean, epoch 1
+    log.change(21, ORDERS, 0, leader=2)                                     # 7: same leader, epoch bumped: 2
+    log.change(22, ORDERS, 0, isr=[2, 1], recovery=0)                       # 8: recovered, epoch 2
+    log.change(30, AUDIT, 0, isr=[1], elr=[2])                              # 9
+    log.change(31, AUDIT, 0, isr=[2], leader=2, elr=[])                     # 10: from the ELR: clean, epoch 1
+    log.change(40, ORDERS, 0, isr=[], leader=-1)                            # 11: offline, epoch 3
+    log.change(50, ORDERS, 0, isr=[2], leader=2, recovery=1)                # 12: the last leader again, epoch 4
+    return log
+
+
+def test_leader_epochs_replay_as_kafka_merges_them_and_elections_outside_the_isr_are_unclean(spark):
+    history = leader_history(spark.createDataFrame(incident().rows, METADATA_SCHEMA))
+    got = history.select(*(c.split(" ")[0] for c in HISTORY.split(", ")))
+    assertDataFrameEqual(got, spark.createDataFrame([
+        ("orders", 0, 0, 1, None, at(1), 2, None, [1, 2, 3], 0, False),
+        ("orders", 0, 1, 2, 1, at(20), 6, [1], [2], 1, True),
+        ("orders", 0, 2, 2, 2, at(21), 7, [2], [2], None, False),
+        ("orders", 0, 3, -1, 2, at(40), 11, [2, 1], [], None, False),
+        ("orders", 0, 4, 2, 2, at(50), 12, [], [2], 1, True),
+        ("audit", 0, 0, 1, None, at(2), 4, None, [1, 2], 0, False),
+        ("audit", 0, 1, 2, 1, at(31), 10, [1], [2], None, False),
+    ], HISTORY))
+
+
+def test_an_election_of_another_broker_is_critical_and_of_the_last_leader_a_warning(spark):
+    history = leader_history(spark.createDataFrame(incident().rows, METADATA_SCHEMA))
+    found = unclean_findings(history).orderBy("start").collect()
+    assert [(f["kind"], f["severity"], f["subject"], f["start"]) for f in found] == [
+        ("unclean_election", "critical", "orders-0", at(20).replace(tzinfo=None)),
+        ("unclean_reelection", "warning", "orders-0", at(50).replace(tzinfo=None))]
+    assert found[0]["summary"].startswith(
+        "orders-0: broker 2 was elected leader from outside the ISR [1] at ")
+    assert found[0]["summary"].endswith(
+        "(leader epoch 1); Kafka marked its recovery RECOVERING: what broker 1, its last leader, wrote past the new "
+        "leader's log end was lost")
+    assert "it led the partition last, so no other replica's records were lost" in found[1]["summary"]
+    assert dict(found[0]["figures"]) == {"epoch": 1.0, "leader": 2.0, "offset": 6.0}
+
+
+def test_each_checkpoint_entry_ends_where_the_next_begins_and_names_its_leader(spark):
+    history = leader_history(spark.createDataFrame(incident().rows, METADATA_SCHEMA))
+    entries = spark.createDataFrame([
+        (None, 1, "orders", 0, 0, 0, 0, "/b/1/orders-0/leader-epoch-checkpoint"),
+        (None, 2, "orders", 0, 0, 0, 0, "/b/2/orders-0/leader-epoch-checkpoint"),
+        (None, 2, "orders", 0, 1, 1, 80, "/b/2/orders-0/leader-epoch-checkpoint"),
+        (None, 2, "orders", 0, 2, 9, 95, "/b/2/orders-0/leader-epoch-checkpoint"),   # an epoch the log never had
+    ], LEADER_EPOCHS_SCHEMA)
+    ranges = spark.createDataFrame([(None, "orders", 0, 1, 0, 100), (None, "orders", 0, 2, 0, 120)],
+                                   "cluster_id string, topic string, partition int, node_id int, "
+                                   "log_start_offset long, log_end_offset long")
+    got = replica_epochs(entries, history, ranges).drop("cluster_id")
+    assertDataFrameEqual(got, spark.createDataFrame([
+        ("orders", 0, 1, 0, 0, 100, 1, at(1), False),
+        ("orders", 0, 2, 0, 0, 80, 1, at(1), False),
+        ("orders", 0, 2, 1, 80, 95, 2, at(20), True),
+        ("orders", 0, 2, 9, 95, 120, None, None, None),
+    ], "topic string, partition int, node_id int, epoch int, start_offset long, end_offset long, leader int, "
+       "elected timestamp, unclean boolean"))
+
+
+def test_the_area_reports_unclean_elections_beside_the_replica_comparison(spark):
+    from workbench.spark.replica_batches import REPLICA_BATCHES_SCHEMA
+
+    history = leader_history(spark.createDataFrame(incident().rows, METADATA_SCHEMA))
+    batches = spark.createDataFrame([], REPLICA_BATCHES_SCHEMA)
+    ranges = replicas.replica_ranges(batches)
+    result = replicas.ReplicasAnalysis(None, {}, ranges, replicas.compare_replicas(batches, ranges), history,
+                                       replica_epochs(spark.createDataFrame([], LEADER_EPOCHS_SCHEMA), history))
+    assert sorted(replicas.area_findings(result).select("kind").toPandas().kind) == [
+        "unclean_election", "unclean_reelection"]
+    assert replicas.key_figures(result)["unclean_elections"] == 2
+    assert [int(e) for e in replicas.view_frames(result)["elections"].toPandas().epoch] == [1, 4]
+
+
+def test_a_malformed_checkpoint_line_is_a_problem_and_the_other_entries_are_kept(spark, tmp_path):
+    node = tmp_path / "kafka-1"
+    (node / "orders-0").mkdir(parents=True)
+    (node / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=AAAAAAAAAAAAAAAAAAAAAA\n")
+    (node / "orders-0" / "leader-epoch-checkpoint").write_text("0\n3\n0 0\n2 x\n5 90\n")
+    (node / "__cluster_metadata-0").mkdir()
+    (node / "__cluster_metadata-0" / "leader-epoch-checkpoint").write_text("0\n1\n4 0\n")   # the quorum's: left out
+    tables = workbench.load(workbench.open_bundle(tmp_path), spark)
+    got = tables["leader_epochs"].select("cluster_id", "node_id", "topic", "partition", "entry", "epoch",
+                                         "start_offset")
+    assertDataFrameEqual(got, spark.createDataFrame(
+        [("AAAAAAAAAAAAAAAAAAAAAA", 1, "orders", 0, 0, 0, 0), ("AAAAAAAAAAAAAAAAAAAAAA", 1, "orders", 0, 1, 5, 90)],
+        "cluster_id string, node_id int, topic string, partition int, entry int, epoch int, start_offset long"))
+    problems = tables.problems.where("path like '%leader-epoch-checkpoint'").select("kind", "detail").collect()
+    assert [(p["kind"], p["detail"]) for p in problems] == [("decode_error", "line 4: malformed entry '2 x'")]
+    with pytest.raises(WorkbenchError):
+        workbench.load(workbench.open_bundle(tmp_path), spark, strict=True)["leader_epochs"].count()

@@ -1,0 +1,155 @@
+"""Leader epochs: who led each partition under each epoch (the metadata log), elections from outside the
+ISR, and what each replica's ``leader-epoch-checkpoint`` says it wrote under them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from workbench.analysis._checks import require_columns
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+#: ``PartitionChangeRecord.leader`` when the record leaves the leader as it was (Kafka's ``NO_LEADER_CHANGE``).
+NO_LEADER_CHANGE = -2
+#: ``leaderRecoveryState`` Kafka sets on a partition whose leader was elected uncleanly (``RECOVERING``).
+RECOVERING = 1
+
+#: Columns of :func:`leader_history`.
+HISTORY_COLUMNS = ("cluster_id", "topic", "topic_id", "partition", "epoch", "leader", "previous_leader", "time",
+                   "offset", "isr_before", "isr", "leader_recovery_state", "unclean")
+#: Columns of :func:`replica_epochs`.
+EPOCH_COLUMNS = ("cluster_id", "topic", "partition", "node_id", "epoch", "start_offset", "end_offset", "leader",
+                 "elected", "unclean")
+_PARTITION = ("cluster_id", "topic_id", "partition")
+
+
+def leader_history(metadata: DataFrame) -> DataFrame:
+    """One row per leader epoch of every partition, replayed from the metadata log as Kafka merges it.
+
+    A ``PartitionRecord`` registers a partition at its ``leaderEpoch``; each ``PartitionChangeRecord``
+    that names a leader (anything but ``NO_LEADER_CHANGE``, -2; the same leader again when the
+    controller bumps the epoch) starts the next epoch, as ``PartitionRegistration.merge`` does.
+    Columns :data:`HISTORY_COLUMNS`: ``leader`` (-1: none), ``previous_leader`` (the last broker that
+    led before this epoch; null for none), ``time`` and ``offset`` of the record,
+    ``isr_before`` (the ISR the record found; null for a registration), ``isr`` (after it),
+    ``leader_recovery_state`` (as the record sets it; null when it leaves it) and ``unclean``: a
+    leader elected from outside the ISR and the eligible leader replicas it found, or one the
+    controller marked ``RECOVERING`` (Kafka's mark of an unclean election). ``topic`` is the name of
+    the topic id, each cluster's log replayed on its own.
+    """
+    from workbench.analysis.metadata_log import ordered_records
+
+    require_columns(metadata, ("record_type", "topic_id", "topic", "partition", "leader", "isr", "elr",
+                               "record_leader_epoch", "leader_recovery_state"), "the leader history")
+    records = ordered_records(metadata).where(~F.col("is_control"))
+    names = (records.where((F.col("record_type") == "TopicRecord") & F.col("topic_id").isNotNull())
+             .groupBy("cluster_id", "topic_id").agg(F.max_by("topic", "offset").alias("_name")))
+    parts = records.where(F.col("record_type").isin("PartitionRecord", "PartitionChangeRecord")
+                          & F.col("topic_id").isNotNull() & F.col("partition").isNotNull())
+    registers = F.col("record_type") == "PartitionRecord"
+    bumps = ((F.col("record_type") == "PartitionChangeRecord") & F.col("leader").isNotNull()
+             & (F.col("leader") != NO_LEADER_CHANGE))
+    parts = parts.withColumn("_reg", F.sum(registers.cast("int")).over(
+        Window.partitionBy(*_PARTITION).orderBy("offset", "seq").rowsBetween(Window.unboundedPreceding, 0)))
+    within = Window.partitionBy(*_PARTITION, "_reg").orderBy("offset", "seq")
+    upto = within.rowsBetween(Window.unboundedPreceding, 0)
+    replayed = (parts
+                .withColumn("epoch", (F.first(F.when(registers, F.col("record_leader_epoch")), ignorenulls=True)
+                                      .over(upto) + F.sum(bumps.cast("int")).over(upto)).cast("int"))
+                .withColumn("_isr", F.last("isr", ignorenulls=True).over(upto))
+                .withColumn("_elr", F.last(F.when(F.col("elr").isNotNull() | registers,
+                                                  F.coalesce("elr", F.array().cast("array<int>"))),
+                                           ignorenulls=True).over(upto))
+                .withColumn("_led", F.last(F.when((registers | bumps) & (F.col("leader") >= 0), F.col("leader")),
+                                           ignorenulls=True).over(upto))
+                .withColumn("previous_leader", F.lag("_led").over(within))
+                .withColumn("isr_before", F.lag("_isr").over(within))
+                .withColumn("_elr_before", F.lag("_elr").over(within)))
+    started = replayed.where((F.col("_reg") > 0) & (registers | bumps))   # nothing before the registration
+    outside = (~registers & (F.col("leader") >= 0) & F.col("isr_before").isNotNull()
+               & ~F.array_contains("isr_before", F.col("leader"))
+               & ~F.coalesce(F.array_contains("_elr_before", F.col("leader")), F.lit(False)))
+    unclean = outside | (~registers & F.coalesce(F.col("leader_recovery_state") == RECOVERING, F.lit(False)))
+    names = names.select(F.col("cluster_id").alias("_n_cluster"), F.col("topic_id").alias("_n_topic"), "_name")
+    on = [started["cluster_id"].eqNullSafe(names["_n_cluster"]), started["topic_id"] == names["_n_topic"]]
+    out = started.join(names, on, "left").select(
+        "cluster_id", F.col("_name").alias("topic"), "topic_id", "partition", "epoch", "leader",
+        F.when(~registers, F.col("previous_leader")).alias("previous_leader"), F.col("timestamp").alias("time"),
+        "offset", F.when(~registers, F.col("isr_before")).alias("isr_before"),
+        F.col("_isr").alias("isr"), "leader_recovery_state", unclean.alias("unclean"))
+    return out.select(*HISTORY_COLUMNS)
+
+
+def replica_epochs(leader_epochs: DataFrame, history: DataFrame, ranges: DataFrame | None = None) -> DataFrame:
+    """One row per entry of each replica's ``leader-epoch-checkpoint``, with who led that epoch.
+
+    Columns :data:`EPOCH_COLUMNS`: ``start_offset`` (the first offset the replica holds from the
+    epoch), ``end_offset`` (the next entry's start, else the replica's log end from ``ranges``
+    (:func:`~.compare.replica_ranges`), else null), and from ``history`` (:func:`leader_history`,
+    the latest topic id of each name) ``leader``, ``elected`` (when) and ``unclean``; null when
+    the metadata log does not reach that epoch (a ZooKeeper-era cluster, or a log cleaned past it).
+    """
+    order = Window.partitionBy("cluster_id", "node_id", "topic", "partition").orderBy("entry")
+    entries = leader_epochs.withColumn("_next", F.lead("start_offset").over(order))
+    if ranges is not None:
+        ends = ranges.select(*(F.col(c).alias(f"_e_{c}") for c in ("cluster_id", "topic", "partition", "node_id")),
+                             "log_end_offset")
+        entries = entries.join(ends, [entries[c].eqNullSafe(ends[f"_e_{c}"])
+                                      for c in ("cluster_id", "topic", "partition", "node_id")], "left")
+    else:
+        entries = entries.withColumn("log_end_offset", F.lit(None).cast("long"))
+    latest = Window.partitionBy("cluster_id", "topic")
+    led = (history.where(F.col("topic").isNotNull())
+           .withColumn("_last", F.max_by("topic_id", "offset").over(latest))
+           .where(F.col("topic_id") == F.col("_last"))
+           .select(*(F.col(c).alias(f"_h_{c}") for c in ("cluster_id", "topic", "partition", "epoch")),
+                   "leader", F.col("time").alias("elected"), "unclean"))
+    keys = ("cluster_id", "topic", "partition", "epoch")
+    joined = entries.join(led, [entries[c].eqNullSafe(led[f"_h_{c}"]) for c in keys], "left")
+    return joined.select("cluster_id", "topic", "partition", "node_id", "epoch", "start_offset",
+                         F.coalesce("_next", "log_end_offset").alias("end_offset"), "leader", "elected", "unclean")
+
+
+def unclean_findings(history: DataFrame) -> DataFrame:
+    """One finding per election of a leader from outside the ISR (:func:`leader_history`'s ``unclean``).
+
+    ``unclean_election``, critical: another broker than the partition's last leader was elected, so
+    whatever the last leader wrote past the new leader's log end is gone (what exactly needs the
+    old leader's copy or its truncation, see the replicas comparison). ``unclean_reelection``,
+    warning: the last leader itself came back and was elected from outside the ISR (Kafka marks it
+    ``RECOVERING`` all the same): no other replica's records were lost, but what the broker had not
+    flushed before it stopped may be. Subject ``orders-3`` (the cluster named when the bundle's
+    metadata spans several).
+    """
+    from workbench.analysis.findings import FINDINGS_COLUMNS
+    from workbench.analysis.text import time_text
+
+    clusters = F.size(F.collect_set(F.coalesce("cluster_id", F.lit(""))).over(Window.partitionBy()))
+    part = F.concat(F.coalesce("topic", "topic_id"), F.lit("-"), F.col("partition").cast("string"))
+    subject = F.when(clusters > 1, F.concat(F.lit("cluster "), F.coalesce("cluster_id", F.lit("?")), F.lit(": "), part)
+                     ).otherwise(part)
+    isr = F.concat(F.lit("["), F.array_join(F.transform(F.coalesce("isr_before", F.array().cast("array<int>")),
+                                                        lambda n: n.cast("string")), ", "), F.lit("]"))
+    marked = F.when(F.col("leader_recovery_state") == RECOVERING,
+                    F.lit("; Kafka marked its recovery RECOVERING")).otherwise(F.lit(""))
+    again = F.col("previous_leader").eqNullSafe(F.col("leader"))
+    outcome = F.when(again, F.lit(": it led the partition last, so no other replica's records were lost (what it had "
+                                  "not flushed before it stopped may be)")).otherwise(
+        F.concat(F.lit(": what broker "), F.coalesce(F.col("previous_leader").cast("string"), F.lit("?")),
+                 F.lit(", its last leader, wrote past the new leader's log end was lost")))
+    rows = history.where(F.col("unclean")).withColumn("_subject", subject)
+    summary = F.concat(F.col("_subject"), F.lit(": broker "), F.col("leader").cast("string"),
+                       F.lit(" was elected leader from outside the ISR "), isr, F.lit(" at "), time_text("time"),
+                       F.lit(" (leader epoch "), F.col("epoch").cast("string"), F.lit(")"), marked, outcome)
+    return rows.select(
+        F.lit("replicas").alias("area"),
+        F.when(again, F.lit("unclean_reelection")).otherwise(F.lit("unclean_election")).alias("kind"),
+        F.when(again, F.lit("warning")).otherwise(F.lit("critical")).alias("severity"),
+        F.lit("partition").alias("subject_type"), F.col("_subject").alias("subject"), F.col("time").alias("start"),
+        F.col("time").alias("end"), summary.alias("summary"),
+        F.create_map(F.lit("epoch"), F.col("epoch").cast("double"), F.lit("leader"), F.col("leader").cast("double"),
+                     F.lit("offset"), F.col("offset").cast("double")).alias("figures")).select(*FINDINGS_COLUMNS)
