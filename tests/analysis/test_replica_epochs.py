@@ -9,7 +9,7 @@ from pyspark.testing import assertDataFrameEqual
 import workbench
 from tests.analysis.metadata_rows import MetadataLog, at
 from workbench.analysis import replicas
-from workbench.analysis.replicas.epochs import leader_history, replica_epochs, unclean_findings
+from workbench.analysis.replicas.epochs import election_losses, leader_history, replica_epochs, unclean_findings
 from workbench.errors import WorkbenchError
 from workbench.spark.leader_epochs import LEADER_EPOCHS_SCHEMA
 from workbench.spark.metadata import METADATA_SCHEMA
@@ -66,7 +66,7 @@ def test_an_election_of_another_broker_is_critical_and_of_the_last_leader_a_warn
         "(leader epoch 1); Kafka marked its recovery RECOVERING: what broker 1, its last leader, wrote past the new "
         "leader's log end was lost")
     assert "it led the partition last, so no other replica's records were lost" in found[1]["summary"]
-    assert dict(found[0]["figures"]) == {"epoch": 1.0, "leader": 2.0, "offset": 6.0}
+    assert dict(found[0]["figures"]) == {"epoch": 1.0, "leader": 2.0, "offset": 6.0}  # no copy: nothing counted
 
 
 def test_each_checkpoint_entry_ends_where_the_next_begins_and_names_its_leader(spark):
@@ -96,8 +96,9 @@ def test_the_area_reports_unclean_elections_beside_the_replica_comparison(spark)
     history = leader_history(spark.createDataFrame(incident().rows, METADATA_SCHEMA))
     batches = spark.createDataFrame([], REPLICA_BATCHES_SCHEMA)
     ranges = replicas.replica_ranges(batches)
-    result = replicas.ReplicasAnalysis(None, {}, ranges, replicas.compare_replicas(batches, ranges), history,
-                                       replica_epochs(spark.createDataFrame([], LEADER_EPOCHS_SCHEMA), history))
+    epochs = replica_epochs(spark.createDataFrame([], LEADER_EPOCHS_SCHEMA), history)
+    result = replicas.ReplicasAnalysis(None, {}, ranges, replicas.compare_replicas(batches, ranges), history, epochs,
+                                       election_losses(history, epochs, batches))
     assert sorted(replicas.area_findings(result).select("kind").toPandas().kind) == [
         "unclean_election", "unclean_reelection"]
     assert replicas.key_figures(result)["unclean_elections"] == 2
@@ -121,3 +122,42 @@ def test_a_malformed_checkpoint_line_is_a_problem_and_the_other_entries_are_kept
     assert [(p["kind"], p["detail"]) for p in problems] == [("decode_error", "line 4: malformed entry '2 x'")]
     with pytest.raises(WorkbenchError):
         workbench.load(workbench.open_bundle(tmp_path), spark, strict=True)["leader_epochs"].count()
+
+
+def test_the_records_the_old_leader_held_past_the_new_leaders_start_are_what_the_election_lost(spark):
+    """Broker 1 led epoch 0 to offset 99; broker 2 had 0-79 when it was elected uncleanly (epoch 1) and
+    wrote 80-119; broker 1's copy, not yet truncated, is in the bundle: offsets 80-99 were lost."""
+    from workbench.spark.replica_batches import REPLICA_BATCHES_SCHEMA
+
+    history = leader_history(spark.createDataFrame(incident().rows, METADATA_SCHEMA))
+    path = "/b/{}/orders-0/leader-epoch-checkpoint"
+    entries = spark.createDataFrame([(None, 1, "orders", 0, 0, 0, 0, path.format(1)),
+                                     (None, 2, "orders", 0, 0, 0, 0, path.format(2)),
+                                     (None, 2, "orders", 0, 1, 1, 80, path.format(2))], LEADER_EPOCHS_SCHEMA)
+
+    def batch(node, base, epoch):
+        return (None, node, "orders", 0, f"/b/{node}/orders-0/0.log", base * 10, base, base + 9, 10, 100, epoch,
+                base + epoch, False, at(base / 10).replace(tzinfo=None))
+
+    batches = spark.createDataFrame([batch(1, b, 0) for b in range(0, 100, 10)]
+                                    + [batch(2, b, 0 if b < 80 else 1) for b in range(0, 120, 10)],
+                                    REPLICA_BATCHES_SCHEMA)
+    ranges = replicas.replica_ranges(batches)
+    epochs = replica_epochs(entries, history, ranges)
+    losses = election_losses(history, epochs, batches)
+    assertDataFrameEqual(losses.drop("cluster_id"), spark.createDataFrame(
+        [("orders", 0, 1, 2, 1, at(20), 80, 100, 2, 20, at(8), at(9))],
+        "topic string, partition int, epoch int, leader int, previous_leader int, elected timestamp, new_start long, "
+        "old_end long, lost_batches long, lost_records long, first_time timestamp, last_time timestamp"))
+    found = unclean_findings(history, losses).orderBy("start").collect()
+    assert found[0]["kind"] == "unclean_election"
+    assert found[0]["summary"].endswith(
+        f"(leader epoch 1); Kafka marked its recovery RECOVERING: 20 record(s) (offsets 80–99, written "
+        f"{at(8):%Y-%m-%d %H:%M:%S} UTC to {at(9):%Y-%m-%d %H:%M:%S} UTC) that broker 1, its last leader, held past "
+        "the new leader's log end were lost")
+    assert dict(found[0]["figures"])["lost_records"] == 20.0
+    # once broker 1 has truncated to where broker 2 went on, its copy shows nothing lost
+    truncated = batches.where("node_id = 2 or base_offset < 80")
+    short = replica_epochs(entries, history, replicas.replica_ranges(truncated))
+    again = unclean_findings(history, election_losses(history, short, truncated)).orderBy("start").collect()
+    assert "broker 1's copy in the bundle holds nothing past the new leader's log end" in again[0]["summary"]

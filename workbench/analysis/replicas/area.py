@@ -10,7 +10,13 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from workbench.analysis.replicas.compare import compare_replicas, replica_ranges, replica_summary
-from workbench.analysis.replicas.epochs import leader_history, replica_epochs, unclean_findings
+from workbench.analysis.replicas.epochs import (
+    election_losses,
+    leader_history,
+    replica_epochs,
+    unclean_elections,
+    unclean_findings,
+)
 from workbench.analysis.replicas.inputs import compaction
 from workbench.analysis.replicas.verdicts import area_findings as grouped_area_findings
 from workbench.spark.registry import derived_with
@@ -27,7 +33,7 @@ VIEW_DIFFERENCES = 2000
 @dataclass(frozen=True, eq=False)   # equal only to itself: no comparison of whole tables
 class ReplicasAnalysis:
     """The replicas area's analysis of one bundle (:func:`analyse`): each replica's range, the comparison,
-    every partition's leader epochs and each replica's epoch history."""
+    every partition's leader epochs, each replica's epoch history and what each unclean election lost."""
 
     tables: Any
     params: Mapping[str, Any]
@@ -35,25 +41,28 @@ class ReplicasAnalysis:
     comparison: DataFrame
     history: DataFrame
     epochs: DataFrame
+    losses: DataFrame
 
 
 def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> ReplicasAnalysis:
     """Each replica's range (:func:`~.compare.replica_ranges`) and every compared batch
     (:func:`~.compare.compare_replicas`) of the bundle's ``replica_batches``; the metadata log's leader
     epochs (:func:`~.epochs.leader_history`) and each replica's checkpoint against them
-    (:func:`~.epochs.replica_epochs`); kept with its tables."""
+    (:func:`~.epochs.replica_epochs`), and what each unclean election lost (:func:`~.epochs.election_losses`);
+    kept with its tables."""
     batches = tables["replica_batches"]
     ranges = derived_with(tables, "replicas.ranges", lambda: replica_ranges(batches, compaction(tables)))
     comparison = derived_with(tables, "replicas.comparison", lambda: compare_replicas(batches, ranges))
     history = derived_with(tables, "replicas.history", lambda: leader_history(tables["metadata"]))
     epochs = replica_epochs(tables["leader_epochs"], history, ranges)
-    return ReplicasAnalysis(tables, dict(params or {}), ranges, comparison, history, epochs)
+    losses = election_losses(history, epochs, batches)
+    return ReplicasAnalysis(tables, dict(params or {}), ranges, comparison, history, epochs, losses)
 
 
 def area_findings(result: ReplicasAnalysis) -> DataFrame:
     """The area's findings of one analysis: replicas that differ (:func:`~.verdicts.area_findings`) and
     elections from outside the ISR (:func:`~.epochs.unclean_findings`)."""
-    return grouped_area_findings(result.comparison).unionByName(unclean_findings(result.history))
+    return grouped_area_findings(result.comparison).unionByName(unclean_findings(result.history, result.losses))
 
 
 def view_frames(result: ReplicasAnalysis) -> dict[str, DataFrame]:
@@ -72,7 +81,8 @@ def view_frames(result: ReplicasAnalysis) -> dict[str, DataFrame]:
                    .withColumn("_n", F.row_number().over(order)).where(F.col("_n") <= VIEW_DIFFERENCES)
                    .select("cluster_id", "topic", "partition", "node_id", F.col("status").alias("kind"), "base_offset",
                            "last_offset", "records", "leader_epoch", "time", "others"))
-    elections = result.history.where(F.col("unclean")).orderBy("time", "topic", "partition").limit(VIEW_DIFFERENCES)
+    elections = (unclean_elections(result.history, result.losses).orderBy("time", "topic", "partition")
+                 .limit(VIEW_DIFFERENCES))
     epochs = result.epochs.orderBy(F.col("unclean").desc_nulls_last(), "topic", "partition", "node_id", "epoch")
     return {"ranges": ranges, "differences": differences, "elections": elections,
             "epochs": epochs.limit(VIEW_DIFFERENCES)}

@@ -114,12 +114,79 @@ def replica_epochs(leader_epochs: DataFrame, history: DataFrame, ranges: DataFra
                          F.coalesce("_next", "log_end_offset").alias("end_offset"), "leader", "elected", "unclean")
 
 
-def unclean_findings(history: DataFrame) -> DataFrame:
+#: Columns of :func:`election_losses`.
+LOSS_COLUMNS = ("cluster_id", "topic", "partition", "epoch", "leader", "previous_leader", "elected", "new_start",
+                "old_end", "lost_batches", "lost_records", "first_time", "last_time")
+
+
+def election_losses(history: DataFrame, epochs: DataFrame, batches: DataFrame) -> DataFrame:
+    """What each unclean election of another broker lost, where both replicas' copies are in the bundle.
+
+    For an election under epoch ``E`` of broker ``L`` after broker ``P`` led: ``new_start`` is where
+    ``L``'s log went on (its checkpoint's first entry at ``E`` or later), ``old_end`` where ``P``'s
+    copy of the epochs before ``E`` ends. When ``old_end > new_start``, ``P`` held offsets
+    ``[new_start, old_end)`` that ``L`` never had: Kafka truncates ``P`` to ``new_start`` when it
+    follows ``L``, so they are lost (``lost_batches``, ``lost_records`` and the batches' times, from
+    ``P``'s batches in ``batches``, the ``replica_batches`` table). A ``P`` that has already
+    truncated shows nothing lost here (its broker's log says where it truncated). Columns
+    :data:`LOSS_COLUMNS`; ``new_start``/``old_end`` null when that replica's checkpoint is not in the bundle.
+    """
+    part = ("cluster_id", "topic", "partition")
+    elections = (history.where(F.col("unclean") & ~F.col("previous_leader").eqNullSafe(F.col("leader"))
+                               & F.col("topic").isNotNull())
+                 .select(*part, "epoch", "leader", "previous_leader", F.col("time").alias("elected")))
+
+    def keyed(frame: DataFrame, prefix: str, *kept: str) -> DataFrame:
+        return frame.select(*(F.col(c).alias(f"{prefix}{c}") for c in (*part, "node_id")), *kept)
+
+    def on(left: DataFrame, right: DataFrame, prefix: str) -> list:
+        return [left[c].eqNullSafe(right[f"{prefix}{c}"]) for c in part]
+
+    new = keyed(epochs, "_n_", F.col("epoch").alias("_n_epoch"), "start_offset")
+    starts = (elections.join(new, on(elections, new, "_n_") + [new["_n_node_id"] == elections["leader"],
+                                                                 new["_n_epoch"] >= elections["epoch"]], "left")
+              .groupBy(*part, "epoch", "leader", "previous_leader", "elected")
+              .agg(F.min("start_offset").alias("new_start")))
+    old = keyed(epochs, "_o_", F.col("epoch").alias("_o_epoch"), "end_offset")
+    ends = (starts.join(old, on(starts, old, "_o_") + [old["_o_node_id"] == starts["previous_leader"],
+                                                       old["_o_epoch"] < starts["epoch"]], "left")
+            .groupBy(*part, "epoch", "leader", "previous_leader", "elected", "new_start")
+            .agg(F.max("end_offset").alias("old_end")))
+    held = keyed(batches, "_b_", F.col("base_offset").alias("_b_base_offset"),
+                 F.col("partition_leader_epoch").alias("_b_partition_leader_epoch"), "record_count", "max_timestamp")
+    lost = held["_b_base_offset"] >= ends["new_start"]
+    joined = ends.join(held, on(ends, held, "_b_") + [held["_b_node_id"] == ends["previous_leader"],
+                                                      held["_b_partition_leader_epoch"] < ends["epoch"], lost,
+                                                      held["_b_base_offset"] < ends["old_end"]], "left")
+    return (joined.groupBy(*part, "epoch", "leader", "previous_leader", "elected", "new_start", "old_end")
+            .agg(F.count("_b_base_offset").alias("lost_batches"),
+                 F.sum("record_count").cast("long").alias("lost_records"),
+                 F.min("max_timestamp").alias("first_time"), F.max("max_timestamp").alias("last_time"))
+            .select(*LOSS_COLUMNS))
+
+
+def unclean_elections(history: DataFrame, losses: DataFrame | None = None) -> DataFrame:
+    """The unclean rows of :func:`leader_history` with what each lost (:func:`election_losses`'s
+    ``new_start, old_end, lost_batches, lost_records, first_time, last_time``; null when unknown)."""
+    rows = history.where(F.col("unclean"))
+    if losses is None:
+        return rows.select("*", *(F.lit(None).cast(t).alias(c) for c, t in (
+            ("new_start", "long"), ("old_end", "long"), ("lost_batches", "long"), ("lost_records", "long"),
+            ("first_time", "timestamp"), ("last_time", "timestamp"))))
+    keys = ("cluster_id", "topic", "partition", "epoch")
+    found = losses.select(*(F.col(c).alias(f"_l_{c}") for c in keys), "new_start", "old_end", "lost_batches",
+                          "lost_records", "first_time", "last_time")
+    return rows.join(found, [rows[c].eqNullSafe(found[f"_l_{c}"]) for c in keys], "left").drop(
+        *(f"_l_{c}" for c in keys))
+
+
+def unclean_findings(history: DataFrame, losses: DataFrame | None = None) -> DataFrame:
     """One finding per election of a leader from outside the ISR (:func:`leader_history`'s ``unclean``).
 
     ``unclean_election``, critical: another broker than the partition's last leader was elected, so
-    whatever the last leader wrote past the new leader's log end is gone (what exactly needs the
-    old leader's copy or its truncation, see the replicas comparison). ``unclean_reelection``,
+    whatever the last leader wrote past the new leader's log end is gone; with ``losses``
+    (:func:`election_losses`) the finding names those records where the bundle holds both copies
+    (figure ``lost_records``). ``unclean_reelection``,
     warning: the last leader itself came back and was elected from outside the ISR (Kafka marks it
     ``RECOVERING`` all the same): no other replica's records were lost, but what the broker had not
     flushed before it stopped may be. Subject ``orders-3`` (the cluster named when the bundle's
@@ -137,11 +204,24 @@ def unclean_findings(history: DataFrame) -> DataFrame:
     marked = F.when(F.col("leader_recovery_state") == RECOVERING,
                     F.lit("; Kafka marked its recovery RECOVERING")).otherwise(F.lit(""))
     again = F.col("previous_leader").eqNullSafe(F.col("leader"))
-    outcome = F.when(again, F.lit(": it led the partition last, so no other replica's records were lost (what it had "
-                                  "not flushed before it stopped may be)")).otherwise(
-        F.concat(F.lit(": what broker "), F.coalesce(F.col("previous_leader").cast("string"), F.lit("?")),
-                 F.lit(", its last leader, wrote past the new leader's log end was lost")))
-    rows = history.where(F.col("unclean")).withColumn("_subject", subject)
+    before = F.coalesce(F.col("previous_leader").cast("string"), F.lit("?"))
+    counted = F.concat(
+        F.lit(": "), F.col("lost_records").cast("string"), F.lit(" record(s) (offsets "),
+        F.col("new_start").cast("string"), F.lit("–"), (F.col("old_end") - 1).cast("string"), F.lit(", written "),
+        time_text("first_time"), F.lit(" to "),
+        time_text("last_time"), F.lit(") that broker "), before,
+        F.lit(", its last leader, held past the new leader's log end were lost"))
+    outcome = (F.when(again, F.lit(": it led the partition last, so no other replica's records were lost (what it "
+                                   "had not flushed before it stopped may be)"))
+               .when(F.col("lost_records") > 0, counted)
+               .when(F.col("old_end") <= F.col("new_start"),
+                     F.concat(F.lit(": broker "), before,
+                              F.lit("'s copy in the bundle holds nothing past the new leader's log end (it lost "
+                                    "nothing, or had truncated)")))
+               .otherwise(F.concat(F.lit(": what broker "), before,
+                                   F.lit(", its last leader, wrote past the new leader's log end was lost"))))
+    rows = unclean_elections(history, losses)
+    rows = rows.withColumn("_subject", subject)
     summary = F.concat(F.col("_subject"), F.lit(": broker "), F.col("leader").cast("string"),
                        F.lit(" was elected leader from outside the ISR "), isr, F.lit(" at "), time_text("time"),
                        F.lit(" (leader epoch "), F.col("epoch").cast("string"), F.lit(")"), marked, outcome)
@@ -151,5 +231,8 @@ def unclean_findings(history: DataFrame) -> DataFrame:
         F.when(again, F.lit("warning")).otherwise(F.lit("critical")).alias("severity"),
         F.lit("partition").alias("subject_type"), F.col("_subject").alias("subject"), F.col("time").alias("start"),
         F.col("time").alias("end"), summary.alias("summary"),
-        F.create_map(F.lit("epoch"), F.col("epoch").cast("double"), F.lit("leader"), F.col("leader").cast("double"),
-                     F.lit("offset"), F.col("offset").cast("double")).alias("figures")).select(*FINDINGS_COLUMNS)
+        F.map_filter(F.create_map(
+            F.lit("epoch"), F.col("epoch").cast("double"), F.lit("leader"), F.col("leader").cast("double"),
+            F.lit("offset"), F.col("offset").cast("double"),
+            F.lit("lost_records"), F.col("lost_records").cast("double")),
+            lambda _k, v: v.isNotNull()).alias("figures")).select(*FINDINGS_COLUMNS)
