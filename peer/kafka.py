@@ -97,6 +97,7 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
     "jmx": ("org.apache.kafka.tools.JmxTool", "kafka.tools.JmxTool"),
     "get-offsets": ("org.apache.kafka.tools.GetOffsetShell", "kafka.tools.GetOffsetShell"),
+    "leader-election": ("org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"),
     "transactions": ("org.apache.kafka.tools.TransactionsCommand",),
     "producer-perf": ("org.apache.kafka.tools.ProducerPerformance",),
     "console-producer": ("org.apache.kafka.tools.ConsoleProducer", "kafka.tools.ConsoleProducer"),

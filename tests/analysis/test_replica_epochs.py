@@ -66,6 +66,7 @@ def test_an_election_of_another_broker_is_critical_and_of_the_last_leader_a_warn
         "(leader epoch 1); Kafka marked its recovery RECOVERING: what broker 1, its last leader, wrote past the new "
         "leader's log end was lost")
     assert "it led the partition last, so no other replica's records were lost" in found[1]["summary"]
+    assert "from outside the ISR [] (its last in-sync replicas: [2, 1]) at " in found[1]["summary"]
     assert dict(found[0]["figures"]) == {"epoch": 1.0, "leader": 2.0, "offset": 6.0}  # no copy: nothing counted
 
 

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from workbench.analysis._checks import require_columns
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 #: ``PartitionChangeRecord.leader`` when the record leaves the leader as it was (Kafka's ``NO_LEADER_CHANGE``).
 NO_LEADER_CHANGE = -2
@@ -20,7 +20,7 @@ RECOVERING = 1
 
 #: Columns of :func:`leader_history`.
 HISTORY_COLUMNS = ("cluster_id", "topic", "topic_id", "partition", "epoch", "leader", "previous_leader", "time",
-                   "offset", "isr_before", "isr", "leader_recovery_state", "unclean")
+                   "offset", "isr_before", "last_isr", "isr", "leader_recovery_state", "unclean")
 #: Columns of :func:`replica_epochs`.
 EPOCH_COLUMNS = ("cluster_id", "topic", "partition", "node_id", "epoch", "start_offset", "end_offset", "leader",
                  "elected", "unclean")
@@ -35,7 +35,8 @@ def leader_history(metadata: DataFrame) -> DataFrame:
     controller bumps the epoch) starts the next epoch, as ``PartitionRegistration.merge`` does.
     Columns :data:`HISTORY_COLUMNS`: ``leader`` (-1: none), ``previous_leader`` (the last broker that
     led before this epoch; null for none), ``time`` and ``offset`` of the record,
-    ``isr_before`` (the ISR the record found; null for a registration), ``isr`` (after it),
+    ``isr_before`` (the ISR the record found; null for a registration), ``last_isr`` (the last
+    non-empty ISR before the record: an offline partition's ISR may have emptied), ``isr`` (after it),
     ``leader_recovery_state`` (as the record sets it; null when it leaves it) and ``unclean``: a
     leader elected from outside the ISR and the eligible leader replicas it found, or one the
     controller marked ``RECOVERING`` (Kafka's mark of an unclean election). ``topic`` is the name of
@@ -68,6 +69,8 @@ def leader_history(metadata: DataFrame) -> DataFrame:
                                            ignorenulls=True).over(upto))
                 .withColumn("previous_leader", F.lag("_led").over(within))
                 .withColumn("isr_before", F.lag("_isr").over(within))
+                .withColumn("_full", F.last(F.when(F.size("isr") > 0, F.col("isr")), ignorenulls=True).over(upto))
+                .withColumn("last_isr", F.lag("_full").over(within))
                 .withColumn("_elr_before", F.lag("_elr").over(within)))
     started = replayed.where((F.col("_reg") > 0) & (registers | bumps))   # nothing before the registration
     outside = (~registers & (F.col("leader") >= 0) & F.col("isr_before").isNotNull()
@@ -80,6 +83,7 @@ def leader_history(metadata: DataFrame) -> DataFrame:
         "cluster_id", F.col("_name").alias("topic"), "topic_id", "partition", "epoch", "leader",
         F.when(~registers, F.col("previous_leader")).alias("previous_leader"), F.col("timestamp").alias("time"),
         "offset", F.when(~registers, F.col("isr_before")).alias("isr_before"),
+        F.when(~registers, F.col("last_isr")).alias("last_isr"),
         F.col("_isr").alias("isr"), "leader_recovery_state", unclean.alias("unclean"))
     return out.select(*HISTORY_COLUMNS)
 
@@ -199,8 +203,13 @@ def unclean_findings(history: DataFrame, losses: DataFrame | None = None) -> Dat
     part = F.concat(F.coalesce("topic", "topic_id"), F.lit("-"), F.col("partition").cast("string"))
     subject = F.when(clusters > 1, F.concat(F.lit("cluster "), F.coalesce("cluster_id", F.lit("?")), F.lit(": "), part)
                      ).otherwise(part)
-    isr = F.concat(F.lit("["), F.array_join(F.transform(F.coalesce("isr_before", F.array().cast("array<int>")),
-                                                        lambda n: n.cast("string")), ", "), F.lit("]"))
+    def listed(column: str) -> Column:
+        return F.concat(F.lit("["), F.array_join(F.transform(F.coalesce(column, F.array().cast("array<int>")),
+                                                             lambda n: n.cast("string")), ", "), F.lit("]"))
+
+    isr = F.when((F.size(F.coalesce("isr_before", F.array())) == 0) & F.col("last_isr").isNotNull(),
+                 F.concat(listed("isr_before"), F.lit(" (its last in-sync replicas: "), listed("last_isr"), F.lit(")"))
+                 ).otherwise(listed("isr_before"))
     marked = F.when(F.col("leader_recovery_state") == RECOVERING,
                     F.lit("; Kafka marked its recovery RECOVERING")).otherwise(F.lit(""))
     again = F.col("previous_leader").eqNullSafe(F.col("leader"))
