@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from workbench.analysis import replicas
     from workbench.session import session
+    from workbench.spark.leader_epochs import LEADER_EPOCHS_SCHEMA
+    from workbench.spark.metadata import METADATA_SCHEMA
 
     spark = session()
     frame = headers(spark, args.partitions, args.replicas, args.batches)
@@ -78,8 +80,12 @@ def main(argv: list[str] | None = None) -> int:
     ranges = timed("ranges", lambda: replicas.replica_ranges(frame).localCheckpoint(eager=True))
     comparison = timed("compare", lambda: replicas.compare_replicas(frame, ranges).localCheckpoint(eager=True))
     found = timed("findings", lambda: replicas.findings(comparison).collect())
-    timed("view_frames", lambda: {k: v.toPandas() for k, v in replicas.view_frames(
-        replicas.ReplicasAnalysis(None, {}, ranges, comparison)).items()})
+    # no metadata log and no checkpoint in this synthetic bundle: the epoch frames are empty
+    history = replicas.leader_history(spark.createDataFrame([], METADATA_SCHEMA))
+    epochs = replicas.replica_epochs(spark.createDataFrame([], LEADER_EPOCHS_SCHEMA), history, ranges)
+    analysis = replicas.ReplicasAnalysis(None, {}, ranges, comparison, history, epochs,
+                                         replicas.election_losses(history, epochs, frame))
+    timed("view_frames", lambda: {k: v.toPandas() for k, v in replicas.view_frames(analysis).items()})
     counts = {r["status"]: r["count"] for r in comparison.groupBy("status").count().collect()}
     divergent, missing = len(range(7, args.partitions, 1000)), len(range(11, args.partitions, 1000))
     ok = (counts.get("divergent", 0) == divergent and counts.get("missing", 0) == missing

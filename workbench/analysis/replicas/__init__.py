@@ -33,7 +33,7 @@ leader of each epoch.
 
 Outputs, each a DataFrame documented by its function: :func:`replica_ranges`, :func:`shared_ranges`,
 :func:`compare_replicas`, :func:`replica_summary`, :func:`findings`, :func:`leader_history`,
-:func:`replica_epochs`, :func:`unclean_findings`.
+:func:`replica_epochs`, :func:`election_losses`, :func:`unclean_findings`.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from workbench.analysis.replicas.compare import (
     replica_summary,
     shared_ranges,
 )
-from workbench.analysis.replicas.epochs import leader_history, replica_epochs, unclean_findings
+from workbench.analysis.replicas.epochs import election_losses, leader_history, replica_epochs, unclean_findings
 from workbench.analysis.replicas.inputs import Compaction, compaction
 from workbench.analysis.replicas.verdicts import findings
 
@@ -57,5 +57,5 @@ from workbench.analysis.replicas import area as _area  # noqa: F401  (registers 
 __all__ = [
     "ReplicasAnalysis", "analyse", "area_findings", "key_figures", "view_frames", "COMPARISON_COLUMNS",
     "RANGE_COLUMNS", "compare_replicas", "replica_ranges", "replica_summary", "shared_ranges", "Compaction",
-    "compaction", "findings", "leader_history", "replica_epochs", "unclean_findings",
+    "compaction", "findings", "leader_history", "replica_epochs", "election_losses", "unclean_findings",
 ]
