@@ -121,7 +121,11 @@ def test_every_replica_of_a_real_cluster_holds_its_leaders_batches(spark, cluste
     assert {f["kind"] for f in replicas.area_findings(result).collect()} <= {"unclean_election", "unclean_reelection"}
     figures = replicas.key_figures(result)
     data = {(t, p) for (t, p) in replica_segments(root) if not t.startswith("__")}
-    assert len(data) >= 5 and figures["partitions_compared"] == len(replica_segments(root))
+    # every partition two replicas hold batches of (the producer may leave one partition empty: the CI
+    # run of 68457ce wrote all of payments' records to payments-0)
+    written = {k for k, nodes in replica_segments(root).items()
+               if sum(any(s.stat().st_size > 0 for s in segs) for segs in nodes.values()) > 1}
+    assert len(data) >= 5 and len(written) >= 5 and figures["partitions_compared"] == len(written)
     assert figures["divergent_batches"] == figures["missing_batches"] == 0
 
 
