@@ -55,7 +55,7 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> ReplicasAna
     comparison = derived_with(tables, "replicas.comparison", lambda: compare_replicas(batches, ranges))
     history = derived_with(tables, "replicas.history", lambda: leader_history(tables["metadata"]))
     epochs = replica_epochs(tables["leader_epochs"], history, ranges)
-    losses = election_losses(history, epochs, batches)
+    losses = derived_with(tables, "replicas.losses", lambda: election_losses(history, epochs, batches))
     return ReplicasAnalysis(tables, dict(params or {}), ranges, comparison, history, epochs, losses)
 
 
