@@ -25,8 +25,8 @@ from workbench.formats.tooltext import parse_group_offsets, parse_tab_table
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 BUNDLES = [p for p in scenario_params("transactions", without="consumer_lag") if p[0] == "transactions"]
-#: How far apart the computed step and a sample may lie: a data batch is stamped by the producer's
-#: clock a few milliseconds before the broker appends it, and a sample's request takes a few.
+#: How far apart a computed step and a sample may lie: a marker is stamped by the partition leader
+#: as it appends it, and a sample's request takes a few milliseconds.
 TOLERANCE_MS = 100
 
 
@@ -92,24 +92,36 @@ def test_open_transactions_and_the_lso_equal_describe_producers(answered):
 
 
 def test_the_lso_over_time_equals_list_offsets_read_committed(answered):
-    """Every ``ListOffsets`` sample (read_committed: the LSO; read_uncommitted: the log end) is the
-    computed step of its partition at a moment of the sample's request, give or take the tolerance."""
+    """Every ``ListOffsets`` sample (read_committed: the LSO; read_uncommitted: the log end) is a
+    computed step of its partition that the log could hold during the sample's request.
+
+    A step is stamped with its batch's timestamp. A data batch is stamped by the producer when the
+    record is created and appended later (after the transaction's ``AddPartitionsToTxn``, a
+    retry, a loaded machine: over 100 ms in a CI build), so the log holds at least
+    every step up to the last marker stamped before the request (the partition leader stamps a
+    marker as it appends it) and at most the steps stamped before the answer."""
     root, tables = answered
     samples = [json.loads(line) for line in (root / "oracle" / "offsets.jsonl").read_text().splitlines()]
     assert len(samples) > 100
-    steps: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
+    markers = {(r.topic, r.partition, r.offset)
+               for r in tables.markers.select("topic", "partition", "offset").collect()}
+    steps: dict[tuple[str, int], list[tuple[int, int, int, bool]]] = {}
     for r in txn.lso_series(tables).selectExpr("*", "unix_millis(time) AS t").orderBy("t", "log_end_offset").collect():
-        steps.setdefault((r.topic, r.partition), []).append((r.t, r.lso, r.log_end_offset))
+        marker = (r.topic, r.partition, r.log_end_offset - 1) in markers
+        steps.setdefault((r.topic, r.partition), []).append((r.t, r.lso, r.log_end_offset, marker))
+    assert sum(marker for rows in steps.values() for *_, marker in rows) > 20
     seen_pinned = 0
     for s in samples:
         rows = steps.get((s["topic"], s["partition"]), [])
-        before = [(lso, end) for t, lso, end in rows if t <= s["t_ms"] - TOLERANCE_MS]
-        during = [(lso, end) for t, lso, end in rows if s["t_ms"] - TOLERANCE_MS < t <= s["t_end_ms"] + TOLERANCE_MS]
-        possible = [before[-1] if before else (0, 0), *during]
+        held = [i for i, (t, *_, marker) in enumerate(rows) if marker and t <= s["t_ms"] - TOLERANCE_MS]
+        first = held[-1] if held else -1
+        possible = [(0, 0)] if first < 0 else []
+        possible += [(lso, end) for i, (t, lso, end, _) in enumerate(rows)
+                     if i >= max(first, 0) and t <= s["t_end_ms"] + TOLERANCE_MS]
         # the log end moves when a marker is appended, the LSO a moment later (when the high
         # watermark passes the marker): a sample may fall between the two
         possible += [(a[0], b[1]) for a, b in zip(possible, possible[1:], strict=False)]
-        assert (s["last_stable_offset"], s["log_end_offset"]) in possible, s
+        assert (s["last_stable_offset"], s["log_end_offset"]) in possible, (s, possible)
         seen_pinned += s["last_stable_offset"] < s["log_end_offset"]
     assert seen_pinned > 20
 

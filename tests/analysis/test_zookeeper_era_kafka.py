@@ -78,7 +78,12 @@ def test_topics_describe_matches_a_state_of_its_run_window(analysed):
 
 
 def test_every_staged_shrink_and_expand_in_order(analysed):
-    _path, manifest, _states, frame, _ = analysed
+    """Each partition's ISR at each step of the incident; each goes under min ISR when the second
+    broker is killed. Any other under-min-ISR interval before the stop at the end starts where a
+    leader logged the partition's ISR below min ISR: on a loaded machine (a CI build) followers that
+    have not fetched within ``replica.lag.time.max.ms`` of the topic's creation are dropped by their
+    leaders."""
+    path, manifest, _states, frame, _ = analysed
     at = {e["event"] + str(e.get("node", "")): e["t_ms"] for e in manifest["events"]}
     ready = [e["t_ms"] for e in manifest["events"] if e["event"] == "brokers_ready"]
     steps = [  # (moment, the ISR every partition must show by then)
@@ -93,9 +98,18 @@ def test_every_staged_shrink_and_expand_in_order(analysed):
         view = states_at(frame, moment)
         assert {k: sorted(v[2]) for k, v in view.items() if k in partitions} == dict.fromkeys(partitions, want), \
             (moment, view)
-    under = frame[frame.under_min_isr & (frame.leader >= 0)]
-    firsts = [ms(t) for t in under.start]
-    assert at["broker_hard_stop2"] < min(firsts) < ready[0]
+    incident = (frame.topic == TOPIC) & frame.start.map(lambda t: ms(t) < at["cluster_stop"])
+    under = frame[incident & frame.under_min_isr & (frame.leader >= 0)]
+    lines = leader_isr_lines(path)
+    staged = set()
+    for topic, partition, start in zip(under.topic, under.partition, under.start, strict=True):
+        name, t = f"{topic}-{partition}", ms(start)
+        if at["broker_hard_stop2"] < t < ready[0]:
+            staged.add(name)
+        else:
+            assert any(p == name and isr_ is not None and len(isr_) < 2 and abs(t - t_line) <= 50
+                       for t_line, p, isr_ in lines), (name, start, [x for x in lines if x[1] == name])
+    assert staged == {f"{t}-{p}" for t, p in partitions}
 
 
 #: A ZooKeeper-era broker's gauges change when it handles the controller's LeaderAndIsr request,
@@ -104,12 +118,45 @@ def test_every_staged_shrink_and_expand_in_order(analysed):
 ZK_SETTLE_MS = 3000
 
 
+#: A broker's ``state-change.log`` line as it has applied a ``LeaderAndIsr`` request of the controller.
+APPLIED_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] \w+ \[Broker id=(\d+)\] "
+                          r"Finished LeaderAndIsr request")
+
+
+def applied_requests(path: Path) -> dict[int, list[int]]:
+    """Per broker, the times (ms) it finished applying a ``LeaderAndIsr`` request, in order."""
+    out: dict[int, list[int]] = {}
+    for log in sorted(path.glob("nodes/*/log4j/state-change.log*")):
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            if m := APPLIED_LINE.match(line):
+                out.setdefault(int(m.group(2)), []).append(ms(pd.Timestamp(m.group(1).replace(",", "."))))
+    return {b: sorted(ts) for b, ts in out.items()}
+
+
 def test_every_replica_manager_gauge_agrees_with_kafkas_samples(analysed):
-    _path, _manifest, states, _frame, tables = analysed
-    beside = isr.gauges_beside_reported(isr.leader_gauges(states), isr.reported_leader_gauges(tables.metrics),
-                                        settle_ms=ZK_SETTLE_MS)
+    """Every sample of a broker's ReplicaManager gauges equals the computed gauge, outside
+    ``ZK_SETTLE_MS`` of a change. A broker learns a leadership only from the controller's
+    ``LeaderAndIsr`` request, which a loaded broker may apply seconds after the controller decided:
+    a ``LeaderCount`` sample still showing the value from before the change is Kafka's own answer
+    when the broker's ``state-change.log`` shows it had applied no request since the change."""
+    path, _manifest, states, _frame, tables = analysed
+    computed = isr.leader_gauges(states)
+    beside = isr.gauges_beside_reported(computed, isr.reported_leader_gauges(tables.metrics), settle_ms=ZK_SETTLE_MS)
     judged = beside.where("agrees IS NOT NULL").toPandas()
-    assert judged.agrees.all(), judged[~judged.agrees]
+    steps = computed.selectExpr("broker", "gauge", "unix_millis(time) AS t", "value").toPandas()
+    applied = applied_requests(path)
+
+    def not_yet_applied(row) -> bool:
+        series = steps[(steps.broker == row.broker) & (steps.gauge == row.gauge)].sort_values("t")
+        before = series[series.t <= ms(row.time)]
+        if row.gauge != "LeaderCount" or before.empty:
+            return False
+        change, earlier = before.t.iloc[-1], (before.value.iloc[-2] if len(before) > 1 else 0)
+        return row.reported == earlier and not any(change <= t <= ms(row.time) for t in applied.get(row.broker, []))
+
+    late = judged[~judged.agrees].apply(not_yet_applied, axis=1) if (~judged.agrees).any() else pd.Series(dtype=bool)
+    wrong = judged[~judged.agrees][~late] if len(late) else judged[~judged.agrees]
+    assert wrong.empty, wrong
     nonzero = judged[(judged.gauge == "UnderMinIsrPartitionCount") & (judged.reported > 0)]
     assert len(nonzero) >= 3, len(nonzero)
 
@@ -158,6 +205,21 @@ def leader_isr_lines(path: Path) -> list[tuple[int, str, list[int] | None]]:
     return out
 
 
+def logged_shrinks(lines: list[tuple[int, str, list[int] | None]], created: dict[str, set[int]],
+                   before_ms: int) -> dict[str, int]:
+    """Per partition, how many of the logged ISR changes before ``before_ms`` dropped a replica of the
+    ISR logged before them (a same-size swap too); ``created`` is each partition's ISR at creation."""
+    last = dict(created)
+    out: dict[str, int] = {}
+    for t, p, isr_ in sorted(lines, key=lambda x: x[0]):
+        if isr_ is None or t >= before_ms:
+            continue
+        if p in last and last[p] - set(isr_):
+            out[p] = out.get(p, 0) + 1
+        last[p] = set(isr_)
+    return out
+
+
 def test_the_area_reports_the_incident_and_the_stop_at_the_end_once(analysed):
     """The staged incident: every ``orders`` partition under min ISR from the second broker's stop to
     its restart; the clean stop at the end: one finding, not an outage of every partition.
@@ -169,7 +231,7 @@ def test_the_area_reports_the_incident_and_the_stop_at_the_end_once(analysed):
     that restart. Whatever the stop at the end did to a partition (the controller removing each
     stopping broker from its ISR, then leaving it without a leader) is told in the stop's finding,
     never as a critical finding of its own."""
-    path, manifest, *_, tables = analysed
+    path, manifest, _states, frame, tables = analysed
     found = isr.grouped_area_findings(isr.analyse(tables)).toPandas()
     at = {e["event"] + str(e.get("node", "")): e["t_ms"] for e in manifest["events"]}
     under = found[found.kind == "under_min_isr"]
@@ -179,11 +241,13 @@ def test_the_area_reports_the_incident_and_the_stop_at_the_end_once(analysed):
     for row in under[~staged].itertuples():
         assert any(p == row.subject and isr_ is not None and len(isr_) < 2 and abs(t - ms(row.start)) <= 50
                    for t, p, isr_ in lines), (row, [x for x in lines if x[1] == row.subject])
-    dropped_again = {p for t, p, isr_ in lines if isr_ is None and t > at["broker_restart2"]}
-    flapping = found[found.kind == "isr_flapping"]
-    assert set(flapping.subject) <= dropped_again, (flapping, dropped_again)
     stopped = found[found.kind == "cluster_stopped"]
     assert list(stopped.subject) == [manifest["cluster_id"]] and ms(stopped.start.iloc[0]) > at["cluster_stop"]
+    flapping = found[found.kind == "isr_flapping"]
+    created = {f"{t}-{p}": set(r) for t, p, r in zip(frame.topic, frame.partition, frame.replicas, strict=True)}
+    shrinks = logged_shrinks(lines, created, ms(stopped.start.iloc[0]))
+    assert {p: int(f["shrinks"]) for p, f in zip(flapping.subject, flapping.figures, strict=True)} == \
+        {p: n for p, n in shrinks.items() if n >= 3}, (flapping, shrinks)
     critical = found[found.severity == "critical"]
     assert not (critical.start >= stopped.start.iloc[0]).any(), critical
     assert set(found.kind) - {"isr_flapping"} == {"under_min_isr", "cluster_stopped"}, found
