@@ -71,13 +71,14 @@ if replica_data:
 # partition with most differences, each replica's log as a bar over its offsets, the range every
 # replica holds shaded green, the offsets not compared (below the cleaned point) grey, and each
 # differing batch drawn over its replica (red: divergent, orange: missing; dimmed when written
-# outside the time window).
+# outside the time window). A tick on each replica's bar marks where one of its leader epochs
+# begins (`e7`: epoch 7), dark red where an unclean election began it.
 
 # %%
 if replica_data:
     replica_frames = {k: v.toPandas() for k, v in replica_analysis.view_frames(replica_result).items()}
     show(replicas_view.ReplicasView(replica_frames["ranges"], replica_frames["differences"], start=start, end=end,
-                                    window=inv.window),
+                                    window=inv.window, epochs=replica_frames["epochs"]),
          report=inv.report)
 
 # %% [markdown]

@@ -170,3 +170,51 @@ def test_report_window_from_the_parameters():
     _, detail = view.report_figures()
     assert list(traces(detail)["divergent (outside the window)"].base) == [20]
     assert list(traces(detail)["missing"].base) == [60]
+
+
+# topic, partition, node, epoch, start offset, end offset, leader, elected, unclean
+EPOCHS = [
+    ("orders", 0, 1, 3, 0, 60, 1, "03:10:00", False),
+    ("orders", 0, 1, 4, 60, 100, 3, "03:12:50", True),
+    ("orders", 0, 2, 3, 0, 100, 1, "03:10:00", False),
+    ("orders", 0, 3, 4, 10, 90, 3, "03:12:50", True),
+    ("orders", 0, 4, 2, 0, None, None, None, None),   # a node with no range: its row still drawn
+    ("payments", 1, 1, 7, 0, 50, 2, "03:11:00", False),
+]
+
+
+def epochs_frame() -> pd.DataFrame:
+    frame = pd.DataFrame(EPOCHS, columns=["topic", "partition", "node_id", "epoch", "start_offset", "end_offset",
+                                          "leader", "elected", "unclean"])
+    frame.insert(0, "cluster_id", "lkc-1")
+    frame["elected"] = pd.to_datetime(frame["elected"].map(lambda v: None if v is None else DAY + v))
+    frame["end_offset"] = frame["end_offset"].astype("Int64")
+    frame["leader"] = frame["leader"].astype("Int64")
+    frame["unclean"] = frame["unclean"].astype("boolean")
+    return frame
+
+
+def test_each_replicas_epochs_begin_as_ticks_on_its_bar_unclean_ones_apart():
+    fig = figure_replica_ranges(ranges_frame(), differences_frame(), epochs=epochs_frame())
+    got = traces(fig)
+    clean, unclean = got["epoch starts"], got["epoch starts (unclean election)"]
+    assert (list(clean.y), list(clean.x), list(clean.text)) == (["node 1", "node 2", "node 4"], [0, 0, 0],
+                                                                ["e3", "e3", "e2"])
+    assert (list(unclean.y), list(unclean.x), list(unclean.text)) == (["node 1", "node 3"], [60, 10], ["e4", "e4"])
+    assert unclean.customdata[0] == ("node 1: epoch 4 from offset 60 to 100<br>led by broker 3, elected "
+                                     "2026-11-21 03:12:50 UTC<br>an unclean election (a leader from outside the ISR)")
+    assert clean.customdata[2] == "node 4: epoch 2 from offset 0<br>leader not in the metadata log"
+    assert list(fig.layout.yaxis.categoryarray) == ["node 1", "node 2", "node 3", "node 4"]
+    # another partition's epochs are not drawn here; without epochs the figure is as before
+    assert list(traces(figure_replica_ranges(ranges_frame(), differences_frame(), topic="payments", partition=1,
+                                             epochs=epochs_frame()))["epoch starts"].x) == [0]
+    assert "epoch starts" not in traces(figure_replica_ranges(ranges_frame(), differences_frame()))
+
+
+def test_the_area_view_draws_the_epochs_frame_when_there_is_one():
+    frames = {"ranges": ranges_frame(), "differences": differences_frame(), "epochs": epochs_frame()}
+    view = view_factories()["replicas"](frames, TimeWindow())
+    assert list(traces(view.ranges_figure)["epoch starts (unclean election)"].x) == [60, 10]
+    assert "epoch starts" in traces(view.report_figures()[1])
+    view.partition_choice.value = ("lkc-1", HOSTILE, 2)
+    assert "epoch starts" not in traces(view.ranges_figure)

@@ -8,7 +8,9 @@ collected with ``toPandas``):
   batches, records, compared_from, shared_start, shared_end, compared_batches, divergent_batches,
   missing_batches, first_time, last_time``;
 * ``differences`` — one row per batch that differs: ``cluster_id, topic, partition, node_id, kind``
-  (``divergent`` or ``missing``), ``base_offset, last_offset, records, leader_epoch, time, others``.
+  (``divergent`` or ``missing``), ``base_offset, last_offset, records, leader_epoch, time, others``;
+* ``epochs`` (optional) — one row per entry of each replica's ``leader-epoch-checkpoint``:
+  ``cluster_id, topic, partition, node_id, epoch, start_offset, end_offset, leader, elected, unclean``.
 
 The pure ``figure_*`` functions serve the static report and the interactive :class:`ReplicasView`.
 Topic names and cluster ids come from the files and are untrusted: each is escaped with
@@ -46,6 +48,10 @@ RANGE_COLUMNS = ("cluster_id", "topic", "partition", "node_id", "log_start_offse
                  "missing_batches", "first_time", "last_time")
 DIFFERENCE_COLUMNS = ("cluster_id", "topic", "partition", "node_id", "kind", "base_offset", "last_offset", "records",
                       "leader_epoch", "time", "others")
+EPOCH_COLUMNS = ("cluster_id", "topic", "partition", "node_id", "epoch", "start_offset", "end_offset", "leader",
+                 "elected", "unclean")
+#: Where each replica's epochs begin: an epoch of a clean (or unknown) election, and of an unclean one.
+EPOCH_COLOURS = {"epoch starts": "#393b79", "epoch starts (unclean election)": "#8c0000"}
 #: How a differing batch is drawn by its kind.
 KIND_COLOURS = {"divergent": "#d62728", "missing": "#ff7f0e"}
 #: The per-partition bars: batches the same on every replica, then the differing ones.
@@ -98,14 +104,16 @@ def _node_label(node: Any) -> str:
 
 def figure_replica_ranges(ranges: pd.DataFrame, differences: pd.DataFrame, *, topic: str | None = None,
                           partition: int | None = None, cluster_id: str | None = None, start: TimeLike = None,
-                          end: TimeLike = None) -> go.Figure:
+                          end: TimeLike = None, epochs: pd.DataFrame | None = None) -> go.Figure:
     """One partition's replicas as bars over offsets, the range they all hold shaded, the differing batches over them.
 
     Each replica's bar runs from its log start to its log end; the part below its ``compared_from``
     (rewritten by each replica's log cleaner on its own) is grey. A divergent batch (red) holds other
     contents than the other replicas at its offsets; a missing batch (orange) is one the others hold
     and this replica lacks inside its own range. A batch whose time falls outside the window
-    (``start``/``end``) is dimmed; one of unknown time is drawn as inside it.
+    (``start``/``end``) is dimmed; one of unknown time is drawn as inside it. With ``epochs``, a tick
+    on each replica's bar marks where each of its leader epochs begins (its checkpoint), dark red
+    for an epoch an unclean election began: replicas whose ticks disagree held different data.
 
     Without ``topic``/``partition``: the first partition of ``ranges`` (the one with most
     differences). ``cluster_id`` picks among partitions of the same name in several clusters
@@ -213,6 +221,9 @@ def figure_replica_ranges(ranges: pd.DataFrame, differences: pd.DataFrame, *, to
                                  marker={"color": colour, "line": {"color": colour, "width": 2}},
                                  hovertemplate="%{text}<extra></extra>"))
 
+    if epochs is not None:
+        _draw_epochs(fig, _rows_of(epochs, key), nodes)
+
     first_row = replicas.iloc[0]
     shared = (_number(first_row["shared_start"]), _number(first_row["shared_end"]))
     if shared[0] is not None and shared[1] is not None and shared[1] > shared[0]:
@@ -227,6 +238,35 @@ def figure_replica_ranges(ranges: pd.DataFrame, differences: pd.DataFrame, *, to
                       xaxis={"title": {"text": "offset"}},
                       yaxis={"categoryorder": "array", "categoryarray": nodes, "autorange": "reversed"})
     return fig
+
+
+def _draw_epochs(fig: go.Figure, epochs: pd.DataFrame, nodes: list[str]) -> None:
+    """Ticks where each replica's leader epochs begin: a trace for clean (or unknown) elections, one for unclean."""
+    require_columns(epochs, EPOCH_COLUMNS, "replica epochs")
+    epochs = epochs[epochs["start_offset"].notna()].sort_values(["node_id", "epoch"], kind="stable")
+    unclean = epochs["unclean"].astype("boolean").fillna(False).astype(bool)
+    for bad, (name, colour) in zip((False, True), EPOCH_COLOURS.items(), strict=True):
+        rows = epochs[unclean == bad]
+        if rows.empty:
+            continue
+        ys, xs, labels, texts = [], [], [], []
+        for e in rows.itertuples(index=False):
+            node = _node_label(e.node_id)
+            if node not in nodes:
+                nodes.append(node)
+            led = f"led by broker {id_text(e.leader)}" if pd.notna(e.leader) else "leader not in the metadata log"
+            when = f", elected {short_time(e.elected)} UTC" if pd.notna(e.elected) else ""
+            until = f" to {id_text(e.end_offset)}" if pd.notna(e.end_offset) else ""
+            ys.append(node)
+            xs.append(float(e.start_offset))
+            labels.append(f"e{id_text(e.epoch)}")
+            texts.append(f"{node}: epoch {id_text(e.epoch)} from offset {id_text(e.start_offset)}{until}<br>{led}{when}"
+                         + ("<br>an unclean election (a leader from outside the ISR)" if bad else ""))
+        fig.add_trace(go.Scatter(name=name, x=xs, y=ys, mode="markers+text", text=labels, customdata=texts,
+                                 textposition="top center", textfont={"color": colour, "size": 10},
+                                 marker={"symbol": "line-ns-open", "size": 22, "color": colour,
+                                         "line": {"color": colour, "width": 3 if bad else 2}},
+                                 hovertemplate="%{customdata}<extra></extra>"))
 
 
 def figure_batches_by_partition(ranges: pd.DataFrame, *, topics: Iterable[str] | str | None = None) -> go.Figure:
@@ -289,6 +329,8 @@ class ReplicasView(ipw.VBox):
     ----------
     ranges, differences : pandas.DataFrame
         The area's ``ranges`` and ``differences`` view frames (``toPandas()``).
+    epochs : pandas.DataFrame, optional
+        The area's ``epochs`` view frame: where each replica's leader epochs begin, drawn on its bar.
     start, end : str, datetime or Timestamp, optional
         The window shown at first, and the report's (neither: the shared window's range).
     window : widgets.linking.TimeWindow, optional
@@ -300,10 +342,12 @@ class ReplicasView(ipw.VBox):
     """
 
     def __init__(self, ranges: pd.DataFrame, differences: pd.DataFrame, *, start: TimeLike = None,
-                 end: TimeLike = None, window: TimeWindow | None = None) -> None:
+                 end: TimeLike = None, window: TimeWindow | None = None, epochs: pd.DataFrame | None = None) -> None:
         require_columns(ranges, RANGE_COLUMNS, "replica ranges")
         require_columns(differences, DIFFERENCE_COLUMNS, "replica differences")
-        self._ranges, self._differences = ranges, differences
+        if epochs is not None:
+            require_columns(epochs, EPOCH_COLUMNS, "replica epochs")
+        self._ranges, self._differences, self._epochs = ranges, differences, epochs
         self._start, self._end, self._shared = start, end, window
         self._lo, self._hi = time_window(start, end)
         if window is not None and window.range != (None, None):
@@ -327,13 +371,13 @@ class ReplicasView(ipw.VBox):
         cluster, topic, partition = self.partition_choice.value or (None, None, None)
         return (figure_batches_by_partition(self._ranges),
                 figure_replica_ranges(self._ranges, self._differences, topic=topic, partition=partition,
-                                      cluster_id=cluster, start=self._lo, end=self._hi))
+                                      cluster_id=cluster, start=self._lo, end=self._hi, epochs=self._epochs))
 
     def report_figures(self) -> list[go.Figure]:
         """The static report's figures: the batches compared per partition, then the partition with most of them."""
         lo, hi = report_window(self._start, self._end, self._shared)
         return [figure_batches_by_partition(self._ranges),
-                figure_replica_ranges(self._ranges, self._differences, start=lo, end=hi)]
+                figure_replica_ranges(self._ranges, self._differences, start=lo, end=hi, epochs=self._epochs)]
 
     def _follow(self, change: dict) -> None:
         self._lo, self._hi = change["new"]
@@ -352,7 +396,8 @@ class ReplicasView(ipw.VBox):
 
 
 def _area_view(frames: Any, window: TimeWindow | None) -> ReplicasView:
-    return ReplicasView(frames["ranges"], frames["differences"], window=window)
+    return ReplicasView(frames["ranges"], frames["differences"], window=window,
+                        epochs=frames["epochs"] if "epochs" in frames else None)
 
 
 register_view("replicas", _area_view)

@@ -33,6 +33,13 @@ def unclean(kafka_bundle, spark):
     return root, DEFAULT_VERSION, manifest, replicas.analyse(tables, {})
 
 
+@pytest.fixture(scope="module")
+def dumped(unclean) -> dict[int, list[tuple[int, ...]]]:
+    """``orders-0``'s batches on each replica as ``kafka-dump-log`` prints them: (base, last, count, epoch, crc)."""
+    root, version, *_ = unclean
+    return kafka_batches(version, root)[("orders", 0)]
+
+
 def log_ends(root: Path, manifest: dict) -> list[int]:
     """``orders-0``'s log end at each ``kafka-get-offsets --time -1`` capture, in order."""
     ends = []
@@ -57,8 +64,8 @@ def test_the_election_kafka_made_uncleanly_is_the_one_found(unclean):
     assert event(manifest, "broker_restart")["t_ms"] <= elected <= event(manifest, "unclean_election")["t_ms"]
 
 
-def test_what_it_lost_is_what_the_old_leader_acknowledged_past_the_new_leaders_start(unclean):
-    root, version, manifest, result = unclean
+def test_what_it_lost_is_what_the_old_leader_acknowledged_past_the_new_leaders_start(unclean, dumped):
+    root, _version, manifest, result = unclean
     before, acked, after = log_ends(root, manifest)   # 500 on both; 800 on broker 2 alone; 600 on broker 3
     assert before < after < acked
     loss = result.losses.toPandas()
@@ -66,7 +73,6 @@ def test_what_it_lost_is_what_the_old_leader_acknowledged_past_the_new_leaders_s
     row = loss.iloc[0]
     assert (int(row.new_start), int(row.old_end), int(row.lost_records)) == (before, acked, acked - before)
     # broker 2's batches past the new start, as Kafka's dump prints them, are the ones counted
-    dumped = kafka_batches(version, root)[("orders", 0)]
     old = [b for b in dumped[2] if b[0] >= before]
     assert (int(row.lost_batches), int(row.lost_records)) == (len(old), sum(b[2] for b in old))
     # broker 3 went on under the new epoch from there (its first batch of that epoch)
@@ -81,3 +87,25 @@ def test_what_it_lost_is_what_the_old_leader_acknowledged_past_the_new_leaders_s
     assert f": {acked - before} record(s) (offsets {before}–{acked - 1}, written " in told[0]["summary"]
     assert "from outside the ISR [] (its last in-sync replicas: [2]) at " in told[0]["summary"]
     assert "that broker 2, its last leader, held past the new leader's log end were lost" in told[0]["summary"]
+
+
+def test_the_view_draws_each_replicas_epochs_where_kafkas_dump_begins_them(unclean, dumped):
+    """The replicas view's ticks on ``orders-0``: each replica's epochs begin at the first batch Kafka's
+    dump shows of that epoch on that replica (an epoch of no batch may be ticked at the log end), and
+    the unclean election's epoch is ticked apart, where the new leader went on."""
+    from widgets.replicas import figure_replica_ranges
+
+    _root, _version, _manifest, result = unclean
+    frames = {k: v.toPandas() for k, v in replicas.view_frames(result).items()}
+    fig = figure_replica_ranges(frames["ranges"], frames["differences"], topic="orders", partition=0,
+                                epochs=frames["epochs"])
+    ticks = {(int(y.split()[1]), int(label[1:])): (int(x), tr.name.endswith("(unclean election)"))
+             for tr in fig.data if tr.name.startswith("epoch starts")
+             for y, x, label in zip(tr.y, tr.x, tr.text, strict=True)}
+    firsts: dict[tuple[int, int], int] = {}
+    for node, batches in dumped.items():
+        for base, _last, _count, epoch, *_ in batches:
+            firsts[(node, epoch)] = min(firsts.get((node, epoch), base), base)
+    assert {k: x for k, (x, _) in ticks.items() if k in firsts} == firsts
+    (loss,) = result.losses.collect()
+    assert {k: v for k, v in ticks.items() if v[1]} == {(3, loss.epoch): (loss.new_start, True)}
