@@ -240,6 +240,49 @@ def test_tombstones_and_every_connect_offset_kind(spark, tmp_path):
 
 
 @kafka_and_spark
+def test_a_connect_clusters_offsets_topic_by_its_usual_name_or_its_workers_configuration(spark, tmp_path):
+    """MirrorMaker 2's connectors run on a Connect cluster keep their positions in the worker's offsets
+    topic: ``connect-offsets`` (Apache Kafka's sample worker configuration) and a topic the worker's
+    ``connect-distributed.properties`` names. Read by MirrorMaker 2's classes and by the table alike;
+    a source offset's flow comes from its key, another connector's belongs to no flow."""
+    from peer.kafka import DEFAULT_VERSION, fetch
+    from workbench.formats.mirror import encode_connect_offset
+
+    root = tmp_path.resolve() / "bundle"
+    root.mkdir()
+    (root / "mm2.properties").write_text("clusters = east, west\neast->west.enabled = true\n")
+    (root / "connect-distributed.properties").write_text("offset.storage.topic = dr-offsets\n")
+    files = {
+        (2, "connect-offsets-0"): [
+            encode_connect_offset("MirrorSourceConnector", {"cluster": "east", "partition": 2, "topic": "orders"}, 41),
+            encode_connect_offset("my-jdbc-source", {"table": "accounts"}, 7)],
+        (2, "dr-offsets-3"): [
+            encode_connect_offset("MirrorSourceConnector", {"cluster": "east", "partition": 0, "topic": "orders"}, 9),
+            encode_connect_offset("MirrorSourceConnector", {"cluster": "east", "partition": 0, "topic": "orders"},
+                                  None)],
+        (2, "other-offsets-0"): [   # named by no configuration: not read
+            encode_connect_offset("MirrorSourceConnector", {"cluster": "east", "partition": 1, "topic": "orders"}, 5)],
+    }
+    kinds = {}
+    for (node, directory), records in files.items():
+        batch = encode_batch([Record(i, TS + i, k, v, []) for i, (k, v) in enumerate(records)], base_offset=0)
+        seg = write_segment(root, node, directory, [batch])
+        if not directory.startswith("other-"):
+            kinds[str(seg)] = "connect-offsets"
+    oracle = run_oracle(fetch(DEFAULT_VERSION), [(k, Path(p)) for p, k in kinds.items()], tmp_path)
+    want = expected_rows(oracle, kinds, {}, ("east", "west"))
+    for row in want:
+        if row["kind"] != "source_offset":
+            row.update(source_alias=None, target_alias=None, cluster=None)
+    assert sorted((r["internal_topic"], r["kind"], r.get("upstream_offset") or -1) for r in want) == [
+        ("connect-offsets", "connect_offset", -1), ("connect-offsets", "source_offset", 41),
+        ("dr-offsets", "source_offset", -1), ("dr-offsets", "source_offset", 9)]
+    tables = workbench.load(workbench.open_bundle(root), spark)
+    assertDataFrameEqual(normalised(tables.mirror), normalised(frame(spark, want)))
+    assert tables.problems_of("mirror").count() == 0
+
+
+@kafka_and_spark
 def test_damaged_copy_keeps_every_readable_record(spark, real, tmp_path):
     root, kinds, oracle, clusters, _ = real
     copy = copy_nodes(root, tmp_path / "bundle").resolve()
@@ -295,6 +338,24 @@ def test_flows_and_clusters_from_names_keys_and_configuration(tmp_path):
     assert flow_of("heartbeat", "heartbeats", "C", key, None, three) == ("A", "C", "B")
     nothing = mirror_topology({})
     assert flow_of("checkpoint", "checkpoints", "A", {}, None, nothing) == ("A", None, None)
+
+
+def test_offsets_topics_named_by_the_configurations(tmp_path):
+    """``offset.storage.topic`` of MirrorMaker 2's configuration (also per cluster alias) and of every
+    Connect worker's configuration name offsets topics; another prefix names none (no Spark)."""
+    from workbench.formats.mirror import classify_mirror_topic
+
+    (tmp_path / "nodes" / "1" / "logs").mkdir(parents=True)
+    (tmp_path / "mm2.properties").write_text("clusters = a, b\na->b.enabled = true\nb.offset.storage.topic = b-offs\n"
+                                             "x.offset.storage.topic = not-an-alias\n")
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "connect-distributed-2.properties").write_text("offset.storage.topic=team-offsets\n")
+    context, problems = mirror_context(workbench.open_bundle(tmp_path))
+    assert (context["offsets_topics"], context["flows"], problems) == (["b-offs", "team-offsets"], [["a", "b"]], [])
+    assert [classify_mirror_topic(t, ".", context["offsets_topics"]) for t in
+            ("b-offs", "team-offsets", "not-an-alias", "connect-offsets", "mirrormaker2-cluster-offsets")] == [
+        ("connect_offsets", None), ("connect_offsets", None), None, ("connect_offsets", None),
+        ("connect_offsets", None)]
 
 
 def test_configuration_problems_and_context(tmp_path):

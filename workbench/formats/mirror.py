@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 import struct
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from workbench.errors import ConfigError, CorruptDataError
@@ -37,6 +38,7 @@ from workbench.formats.messages import Field as F
 from workbench.formats.messages import Schema, decode, encode
 
 __all__ = [
+    "CONNECT_OFFSETS_TOPICS",
     "MirrorRecord",
     "MirrorTopology",
     "classify_mirror_topic",
@@ -297,12 +299,23 @@ def mirror_text(record: MirrorRecord) -> str | None:
     return None
 
 
-def classify_mirror_topic(topic: str, separator: str = ".") -> tuple[str, str | None] | None:
+#: The offsets topics of Kafka Connect clusters by their usual names, where MirrorMaker 2's connectors
+#: keep their positions when they run on a Connect cluster instead of a dedicated MirrorMaker 2:
+#: Apache Kafka's ``config/connect-distributed.properties`` (``offset.storage.topic``), and the
+#: Strimzi operator's defaults for a ``KafkaConnect`` and a ``KafkaMirrorMaker2``. Any other name
+#: comes from the configuration (:attr:`MirrorTopology.offsets_topics`).
+CONNECT_OFFSETS_TOPICS: tuple[str, ...] = ("connect-offsets", "connect-cluster-offsets", "mirrormaker2-cluster-offsets")
+
+
+def classify_mirror_topic(topic: str, separator: str = ".",
+                          offsets_topics: Collection[str] = ()) -> tuple[str, str | None] | None:
     """What an MM2-related topic holds: ``(kind, alias)`` or ``None``.
 
     Kinds: ``offset_syncs`` (alias = the other cluster), ``checkpoints`` (alias = source),
     ``heartbeats`` (alias = the upstream path of a replicated copy, ``None`` for the local
-    topic), ``connect_offsets`` (``mm2-offsets.<source>.internal``; alias = source).
+    topic), ``connect_offsets`` (``mm2-offsets.<source>.internal``, alias = source; a Connect
+    cluster's offsets topic, named in :data:`CONNECT_OFFSETS_TOPICS` or in ``offsets_topics``,
+    alias ``None``: each record's key names its source cluster).
 
     Examples
     --------
@@ -310,11 +323,15 @@ def classify_mirror_topic(topic: str, separator: str = ".") -> tuple[str, str | 
     ('offset_syncs', 'B')
     >>> classify_mirror_topic("C.A.heartbeats")
     ('heartbeats', 'C.A')
+    >>> classify_mirror_topic("connect-offsets"), classify_mirror_topic("dr-offsets", offsets_topics=["dr-offsets"])
+    (('connect_offsets', None), ('connect_offsets', None))
     """
     if topic.startswith("mm2-offset-syncs.") and topic.endswith(".internal"):
         return "offset_syncs", topic[len("mm2-offset-syncs.") : -len(".internal")]
     if topic.startswith("mm2-offsets.") and topic.endswith(".internal"):
         return "connect_offsets", topic[len("mm2-offsets.") : -len(".internal")]
+    if topic in offsets_topics or topic in CONNECT_OFFSETS_TOPICS:
+        return "connect_offsets", None
     for sep in {separator, "."}:
         suffix = f"{sep}checkpoints{sep}internal"
         if topic.endswith(suffix) and len(topic) > len(suffix):
@@ -345,12 +362,16 @@ class MirrorTopology:
     offset_syncs_location : dict of str to str
         ``offset-syncs.topic.location`` (``source``, the default, or ``target``): under ``""``
         the global value, under ``"A->B"`` a flow's own.
+    offsets_topics : tuple of str
+        Connect offsets topics the configuration names (``offset.storage.topic``, also per
+        cluster as ``<alias>.offset.storage.topic``), beside MirrorMaker 2's default names.
     """
 
     clusters: tuple[str, ...] = ()
     flows: tuple[tuple[str, str], ...] = ()
     separator: str = "."
     offset_syncs_location: dict[str, str] = field(default_factory=dict)
+    offsets_topics: tuple[str, ...] = ()
 
     def location(self, source: str, target: str) -> str:
         """Where the offset syncs of flow ``source->target`` live: ``source`` or ``target``."""
@@ -405,5 +426,9 @@ def mirror_topology(properties: dict[str, str]) -> MirrorTopology:
                 flows.append((source, target))
         else:
             locations[f"{source}->{target}"] = value.strip().lower()
+    stored = sorted({v.strip() for k, v in properties.items()
+                     if v.strip() and (k == "offset.storage.topic"
+                                       or (k.endswith(".offset.storage.topic")
+                                           and k[: -len(".offset.storage.topic")].strip() in clusters))})
     return MirrorTopology(clusters, tuple(flows), properties.get("replication.policy.separator", ".") or ".",
-                          locations)
+                          locations, tuple(stored))

@@ -17,7 +17,8 @@ Decoder names
 ``mm2-offset-syncs``     ``mm2-offset-syncs.<alias>.internal``
 ``mm2-checkpoints``      ``<alias>.checkpoints.internal``
 ``mm2-heartbeats``       ``heartbeats``, ``<alias>.heartbeats``
-``mm2-connect-offsets``  ``mm2-offsets.<alias>.internal`` (Connect offsets of MM2's connectors)
+``mm2-connect-offsets``  ``mm2-offsets.<alias>.internal`` (Connect offsets of MM2's connectors), and a
+                         Connect cluster's ``connect-offsets`` (its usual names: ``CONNECT_OFFSETS_TOPICS``)
 
 The first six are the decoders of Kafka's dump tool (``--cluster-metadata-decoder`` ...); the
 MirrorMaker 2 ones exist only in the workbench's JSON lines (Kafka's tool has no flag for them).

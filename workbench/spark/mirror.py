@@ -9,10 +9,14 @@ Reads
     (checkpoints), ``heartbeats`` and its replicated copies ``<source>.heartbeats``
     (heartbeats), and ``mm2-offsets.<source>.internal`` (the Connect offsets topic of a
     dedicated-mode MirrorMaker 2: the MirrorSourceConnector's positions, and the checkpoint and
-    heartbeat connectors' dummy offsets). The bundle's ``manifest.json`` (which cluster each
-    node belongs to) and MirrorMaker 2 configuration (``mm2.properties``, or a
+    heartbeat connectors' dummy offsets), or the offsets topic of a Connect cluster running
+    MirrorMaker 2's connectors (its usual names,
+    :data:`workbench.formats.mirror.CONNECT_OFFSETS_TOPICS`, or the ``offset.storage.topic``
+    a configuration names). The bundle's ``manifest.json`` (which cluster each
+    node belongs to), MirrorMaker 2 configuration (``mm2.properties``, or a
     ``connect-mirror-maker*.properties``: clusters, enabled flows, separator, offset-syncs
-    location) are read on the driver to name the clusters.
+    location, offsets topics) and Connect workers' ``connect-distributed*.properties``
+    (offsets topic) are read on the driver to name the clusters.
 Options
     ``files``, ``strict``, ``context`` (set by the table's build: the clusters and flows as JSON).
 Partitioning
@@ -60,7 +64,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from workbench.spark.registry import Built, TableSpec, register_table
@@ -82,6 +86,8 @@ MIRROR_SCHEMA = (
 
 #: Names of a MirrorMaker 2 configuration file in a bundle.
 MM2_CONFIG_NAME = re.compile(r"^(mm2|connect-mirror-maker)[\w.-]*\.properties$")
+#: A Kafka Connect worker's configuration, read for the offsets topic it names (``offset.storage.topic``).
+CONNECT_CONFIG_NAME = re.compile(r"^connect-distributed[\w.-]*\.properties$")
 
 
 def mirror_context(bundle: Bundle) -> tuple[dict[str, Any], list[tuple[int, str, int, str, str]]]:
@@ -91,7 +97,9 @@ def mirror_context(bundle: Bundle) -> tuple[dict[str, Any], list[tuple[int, str,
     -------
     (dict, list)
         ``{"node_clusters": {node id: alias}, "clusters": [...], "flows": [[source, target]...],
-        "separator": ".", "offset_syncs_location": {...}}``, and ``problems`` rows.
+        "separator": ".", "offset_syncs_location": {...}, "offsets_topics": [...]}``, and ``problems``
+        rows. ``offsets_topics`` are the Connect offsets topics the MirrorMaker 2 configuration and any
+        Connect worker's configuration (``connect-distributed*.properties``) name.
     """
     from workbench.formats.kraft_files import parse_java_properties
     from workbench.formats.mirror import mirror_topology
@@ -100,19 +108,27 @@ def mirror_context(bundle: Bundle) -> tuple[dict[str, Any], list[tuple[int, str,
     node_clusters = {str(n["id"]): n["cluster"] for n in nodes
                      if isinstance(n, dict) and isinstance(n.get("id"), int) and isinstance(n.get("cluster"), str)}
     problems = []
-    props: dict[str, str] = {}
+    props: dict[str, str] | None = None
+    stored: set[str] = set()
     for a in sorted(bundle.artifacts, key=lambda a: (a.path.count("/"), a.path)):
-        if MM2_CONFIG_NAME.match(a.path.rsplit("/", 1)[-1]):
-            try:
-                props = parse_java_properties((bundle.root / a.path).read_text(encoding="utf-8", errors="replace"))
-            except OSError as exc:
-                problems.append((a.node_id, str(bundle.root / a.path), 0, "unreadable", f"cannot read file: {exc}"))
-                continue
-            break
-    topology = mirror_topology(props)
+        name = a.path.rsplit("/", 1)[-1]
+        mm2 = props is None and MM2_CONFIG_NAME.match(name)
+        if not (mm2 or CONNECT_CONFIG_NAME.match(name)):
+            continue
+        try:
+            read = parse_java_properties((bundle.root / a.path).read_text(encoding="utf-8", errors="replace"))
+        except OSError as exc:
+            problems.append((a.node_id, str(bundle.root / a.path), 0, "unreadable", f"cannot read file: {exc}"))
+            continue
+        if mm2:
+            props = read
+        elif read.get("offset.storage.topic", "").strip():
+            stored.add(read["offset.storage.topic"].strip())
+    topology = mirror_topology(props or {})
     return {
         "node_clusters": node_clusters, "clusters": list(topology.clusters), "flows": [list(f) for f in topology.flows],
         "separator": topology.separator, "offset_syncs_location": topology.offset_syncs_location,
+        "offsets_topics": sorted(stored | set(topology.offsets_topics)),
     }, problems
 
 
@@ -120,15 +136,16 @@ def _topology(context: dict[str, Any]) -> MirrorTopology:
     from workbench.formats.mirror import MirrorTopology
 
     return MirrorTopology(tuple(context.get("clusters") or ()), tuple(tuple(f) for f in context.get("flows") or ()),
-                          context.get("separator") or ".", dict(context.get("offset_syncs_location") or {}))
+                          context.get("separator") or ".", dict(context.get("offset_syncs_location") or {}),
+                          tuple(context.get("offsets_topics") or ()))
 
 
-def mirror_files(bundle: Bundle, separator: str = ".") -> list[Artifact]:
+def mirror_files(bundle: Bundle, separator: str = ".", offsets_topics: Collection[str] = ()) -> list[Artifact]:
     """The bundle's segments of MirrorMaker 2 topics (offset syncs, checkpoints, heartbeats, Connect offsets)."""
     from workbench.formats.mirror import classify_mirror_topic
 
     return [a for a in bundle.of_kind("segment") if a.path.endswith(".log") and a.topic is not None
-            and classify_mirror_topic(a.topic, separator) is not None]
+            and classify_mirror_topic(a.topic, separator, offsets_topics) is not None]
 
 
 def flow_of(kind: str, topic_kind: str, topic_alias: str | None, key: dict, node_cluster: str | None,
@@ -230,7 +247,7 @@ class MirrorReader(ArtifactReader):
         from workbench.formats.topicrecords import records_with_batches
 
         topology = _topology(self.context)
-        kind = classify_mirror_topic(partition.topic or "", topology.separator)
+        kind = classify_mirror_topic(partition.topic or "", topology.separator, topology.offsets_topics)
         if kind is None:
             return
         topic_kind, topic_alias = kind
@@ -277,7 +294,7 @@ def build_mirror(ctx: BuildContext) -> Built:
     """The ``mirror`` table: the bundle's clusters and flows on the driver, then the files read by Spark."""
     context, problems = mirror_context(ctx.bundle)
     ctx.spark.dataSource.register(MirrorSource)
-    built = ctx.read(READ_SPEC, mirror_files(ctx.bundle, context["separator"]),
+    built = ctx.read(READ_SPEC, mirror_files(ctx.bundle, context["separator"], context["offsets_topics"]),
                      context=json.dumps(context, sort_keys=True))
     if problems and built.problems is not None:
         return Built(built.rows, built.problems.unionByName(ctx.spark.createDataFrame(problems, PROBLEMS_SCHEMA)),
