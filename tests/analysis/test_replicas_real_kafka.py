@@ -121,11 +121,13 @@ def test_every_replica_of_a_real_cluster_holds_its_leaders_batches(spark, cluste
     assert {f["kind"] for f in replicas.area_findings(result).collect()} <= {"unclean_election", "unclean_reelection"}
     figures = replicas.key_figures(result)
     data = {(t, p) for (t, p) in replica_segments(root) if not t.startswith("__")}
-    # every partition two replicas hold batches of (the producer may leave one partition empty: the CI
-    # run of 68457ce wrote all of payments' records to payments-0)
+    # every partition two replicas hold batches of: the producer's sticky partitioner picks which
+    # partitions get records (one CI build left payments-1 empty, another orders-0 and payments-1), but
+    # each of the two RF 3 topics gets some
     written = {k for k, nodes in replica_segments(root).items()
                if sum(any(s.stat().st_size > 0 for s in segs) for segs in nodes.values()) > 1}
-    assert len(data) >= 5 and len(written) >= 5 and figures["partitions_compared"] == len(written)
+    assert len(data) >= 5 and {t for t, _ in written if not t.startswith("__")} == {"orders", "payments"}
+    assert figures["partitions_compared"] == len(written)
     assert figures["divergent_batches"] == figures["missing_batches"] == 0
 
 
@@ -243,4 +245,4 @@ def test_leader_epochs_are_kafkas_checkpoints_dump_shell_image_and_recovery_mark
                     led = mine[mine.epoch == epoch].leader.iloc[0]
                     assert led == node, (topic, partition, node, epoch)
             checked += 1
-    assert checked >= 10
+    assert checked >= 6   # three replicas of at least one partition of each RF 3 topic (see above)
