@@ -4,9 +4,11 @@ Built on each release of :data:`peer.scenario.ZK_SETS`: its bundle is the source
 ZooKeeper-era ``server.log``, ``controller.log`` (the controller's partition and replica state machines at TRACE) and
 ``state-change.log`` (``LeaderAndIsr`` requests sent and received, leader elections).
 
-Cluster: one ZooKeeper server + 3 ZooKeeper-mode brokers (1-3) of a Kafka 3.x release
+Cluster: one ZooKeeper server + 3 ZooKeeper-mode brokers (1-3) of the release
 (:class:`peer.zookeeper.ZkCluster`); ``min.insync.replicas=2``, ``replica.lag.time.max.ms``
-3000, ZooKeeper session timeout 6000, preferred-leader checks every 10 s.
+3000, ZooKeeper session timeout 6000, preferred-leader checks every 10 s; on the releases of
+:data:`LEGACY_FORMAT`, inter-broker protocol and message format 0.10.2 (a cluster upgraded from
+0.10 and never bumped: magic 1 batches, offset commits of value version 1).
 
 Timeline (about 90 s of Kafka time after start-up):
 
@@ -69,6 +71,23 @@ SETTINGS = {
     "replica.lag.time.max.ms": "3000",
     "leader.imbalance.check.interval.seconds": "10",
 }
+#: Releases whose cluster runs as one upgraded from Kafka 0.10.2 and never bumped, as many old
+#: clusters in the field do: inter-broker protocol and message format 0.10.2, so the brokers write
+#: magic 1 batches (no producer ids, no partition leader epoch), ISR changes straight to ZooKeeper
+#: (no AlterIsr), offset commits as value version 1 and group metadata as version 1.
+LEGACY_FORMAT: dict[str, str] = {"2.8.2": "0.10.2"}
+
+
+def settings(version: str) -> dict[str, str]:
+    """The brokers' settings on ``version``: :data:`SETTINGS`, and the legacy protocol and message
+    format of :data:`LEGACY_FORMAT` where it names the release.
+
+    >>> settings("2.8.2")["log.message.format.version"], "inter.broker.protocol.version" in settings("3.9.2")
+    ('0.10.2', False)
+    """
+    legacy = LEGACY_FORMAT.get(version)
+    extra = {"inter.broker.protocol.version": legacy, "log.message.format.version": legacy} if legacy else {}
+    return {**SETTINGS, **extra}
 
 _ISR = re.compile(r"Partition:\s*(\d+)\s.*?\bIsr:\s*([\d,]*)")
 
@@ -123,9 +142,10 @@ def consume(ctx: ScenarioContext, bootstrap: str, client: Any) -> None:
 
 def run(ctx: ScenarioContext) -> None:
     """Run the ZooKeeper-era ISR scenario (see the module docstring)."""
-    cluster = ctx.cluster("zk_isr", zookeeper=True, brokers=3, settings=SETTINGS)
+    chosen = settings(ctx.kafka.version)
+    cluster = ctx.cluster("zk_isr", zookeeper=True, brokers=3, settings=chosen)
     cluster.format()
-    ctx.event("cluster_format", cluster="zk_isr", mode="zookeeper", brokers=3, settings=SETTINGS)
+    ctx.event("cluster_format", cluster="zk_isr", mode="zookeeper", brokers=3, settings=chosen)
     ctx.bundle.manifest["zookeeper"] = cluster.zookeeper_entry()  # type: ignore[attr-defined]
     cluster.start_zookeeper()  # type: ignore[attr-defined]
     ctx.event("zookeeper_started", connect=cluster.zookeeper_connect)  # type: ignore[attr-defined]
@@ -154,6 +174,8 @@ def run(ctx: ScenarioContext) -> None:
                 "--throughput", str(PRODUCE_RATE), "--producer-props", f"bootstrap.servers={bs}", "acks=all",
                 "linger.ms=5", "delivery.timeout.ms=180000", "request.timeout.ms=10000",
                 "client.id=zk-isr-producer",
+                # a 3.x producer is idempotent by default; magic 1 batches carry no producer id
+                *(["enable.idempotence=false"] if "log.message.format.version" in chosen else []),
             ], client=client, timeout=300.0)
         except BaseException as exc:  # reported by the main thread
             failure.append(exc)
