@@ -116,3 +116,28 @@ if replica_data:
 # %%
 if replica_data:
     display(HTML(table_html(replica_frames["epochs"], empty="No replica's leader-epoch checkpoint is in the bundle.")))
+
+# %% [markdown]
+# ### Truncations the brokers logged
+#
+# A replica that follows a new leader truncates its log to where the two agree; an old leader that
+# returns after an unclean election drops everything it held past the new leader's start. Once
+# truncated, those records are gone from its disk: its text log still says where the log ended when
+# the broker started (`end_before`) and where it was cut (`truncated_to`). `dropped` is the
+# difference, empty where the broker led or fetched in between and the log does not tell.
+
+# %%
+if replica_data:
+    display(HTML(table_html(replica_frames["truncations"], empty="No broker log in the bundle records a truncation.")))
+
+# %% [markdown]
+# ### Consumer groups that had read what an election lost
+#
+# Groups whose last commit before an unclean election was past the new leader's log end: they had
+# read records that are gone, and their next fetch past the log end makes the consumer reset
+# (`auto.offset.reset`). `next_offset` is the group's first commit after the election (a reset shows
+# as a commit back).
+
+# %%
+if replica_data:
+    display(HTML(table_html(replica_frames["groups"], empty="No group had committed past a lost log end.")))

@@ -109,6 +109,7 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
     "mirror-maker": ("org.apache.kafka.connect.mirror.MirrorMaker",),
     "local-tiered-storage": ("org.apache.kafka.server.log.remote.storage.LocalTieredStorage",),
     "metadata-shell": ("org.apache.kafka.shell.MetadataShell",),
+    "replica-verification": ("org.apache.kafka.tools.ReplicaVerificationTool", "kafka.tools.ReplicaVerificationTool"),
     # ZooKeeper mode (Kafka 3.x ships the ZooKeeper server and shell in its lib)
     "zookeeper": ("org.apache.zookeeper.server.quorum.QuorumPeerMain",),
     "zookeeper-shell": ("org.apache.zookeeper.ZooKeeperMain",),

@@ -40,10 +40,10 @@ PINNED_SCENARIOS = ("isr", "consumer_lag", "quorum", "tiered", "mm2", "mm2_parti
 OLDER_SCENARIOS = ("isr", "consumer_lag", "quorum", "transactions")
 #: Every scenario: also ``idle`` (older releases only, :data:`ERA_SETS`), ``demo`` (one
 #: incident across all five areas, on the default release only; the shipped demo is still ``isr``)
-#: ``hostile`` (HTML, script and invisible characters in every free-text field) and ``unclean`` (an
-#: unclean leader election that loses acknowledged records; both on the default release,
-#: :data:`SINGLE_SETS`).
-SCENARIOS = (*PINNED_SCENARIOS, "idle", "demo", "hostile", "unclean")
+#: ``hostile`` (HTML, script and invisible characters in every free-text field), ``unclean`` (an
+#: unclean leader election that loses acknowledged records) and ``unclean_return`` (the same, with
+#: the old leader returning and truncating; all three on the default release, :data:`SINGLE_SETS`).
+SCENARIOS = (*PINNED_SCENARIOS, "idle", "demo", "hostile", "unclean", "unclean_return")
 COMPLETE = ".complete"
 #: Environment variable: "1" builds (and tests) the :data:`OLDER_SCENARIOS` on 3.9.2 too (``make
 #: test-full``). ``make test`` leaves them out: on a 2-core machine that runs the whole suite at about
@@ -78,11 +78,12 @@ ZK_SETS: dict[str, tuple[str, ...]] = {
     "3.2.3": ("zk_isr",),
     "2.8.2": ("zk_isr",),
 }
-#: Scenarios one test module reads (``hostile``: ``tests/test_hostile_report.py``; ``unclean``:
-#: ``tests/analysis/test_unclean_real_kafka.py``), not parametrised over like :data:`DEFAULT_SETS`.
+#: Scenarios one test module reads (``hostile``: ``tests/test_hostile_report.py``; ``unclean`` and
+#: ``unclean_return``: ``tests/analysis/test_unclean_real_kafka.py``), not parametrised over like
+#: :data:`DEFAULT_SETS`.
 #: Built by ``python -m peer scenarios`` (and so by ``make test``) beside the other sets, so that no
 #: test builds a cluster while the suite's lanes run.
-SINGLE_SETS: dict[str, tuple[str, ...]] = {"4.3.1": ("hostile", "unclean")}
+SINGLE_SETS: dict[str, tuple[str, ...]] = {"4.3.1": ("hostile", "unclean", "unclean_return")}
 #: Scenarios of :data:`ZK_SETS` (kept out of :data:`SCENARIOS`, which the default builds cover).
 ZK_SCENARIOS: tuple[str, ...] = ("zk_isr",)
 

@@ -17,6 +17,10 @@
 //   txn-open BOOTSTRAP TOPIC TRANSACTIONAL_ID RECORDS TIMEOUT_MS
 //            (one transaction of RECORDS records on every partition of TOPIC, with
 //            transaction.timeout.ms TIMEOUT_MS, left open: prints "open" and waits to be killed)
+//   acked    BOOTSTRAP TOPIC RECORDS ACKS LABEL
+//            (RECORDS records keyed and valued "LABEL-i" at 500 records/s with ACKS, idempotence
+//            off; the producer's callback log: one JSON line per record as its send completes,
+//            {"id", "partition", "offset", "timestamp"} when acknowledged, {"id", "error"} when not)
 //   offsets  BOOTSTRAP TOPIC SECONDS INTERVAL_MS
 //            (every INTERVAL_MS, ListOffsets latest of each partition with isolation
 //            read_committed (the last stable offset) and read_uncommitted (the log end): one
@@ -57,7 +61,7 @@ public class PeerClient {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 1) {
-            throw new IllegalArgumentException("usage: produce|consume|assign|txn|txn-open|offsets ...");
+            throw new IllegalArgumentException("usage: produce|consume|assign|txn|txn-open|offsets|acked ...");
         }
         switch (args[0]) {
             case "produce":
@@ -75,6 +79,9 @@ public class PeerClient {
                 break;
             case "offsets":
                 offsets(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
+                break;
+            case "acked":
+                acked(args[1], args[2], Integer.parseInt(args[3]), args[4], args[5]);
                 break;
             case "txn":
                 txn(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]),
@@ -132,6 +139,46 @@ public class PeerClient {
         }
         System.out.println("produced " + sent + " records in "
                 + (System.currentTimeMillis() - start) + " ms");
+    }
+
+    static void acked(String bootstrap, String topic, int records, String acks, String label) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("acks", acks);
+        p.put("enable.idempotence", "false");
+        p.put("linger.ms", "5");
+        p.put("client.id", "peer-acked-" + label);
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        long start = System.currentTimeMillis();
+        final long[] done = {0L, 0L};
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            for (int i = 0; i < records; i++) {
+                long wait = start + (i * 1000L) / 500 - System.currentTimeMillis();
+                if (wait > 0) {
+                    Thread.sleep(wait);
+                }
+                final String id = label + "-" + i;
+                producer.send(new ProducerRecord<>(topic, id, id + "," + "x".repeat(80)), (md, e) -> {
+                    synchronized (done) {
+                        if (e == null) {
+                            done[0]++;
+                            System.out.println("{\"id\":\"" + id + "\",\"partition\":" + md.partition()
+                                    + ",\"offset\":" + md.offset() + ",\"timestamp\":" + md.timestamp() + "}");
+                        } else {
+                            done[1]++;
+                            System.out.println("{\"id\":\"" + id + "\",\"error\":\""
+                                    + e.getClass().getSimpleName() + "\"}");
+                        }
+                    }
+                });
+            }
+            producer.flush();
+        }
+        synchronized (done) {
+            System.out.println("acked " + done[0] + " of " + records + " records, " + done[1] + " failed, in "
+                    + (System.currentTimeMillis() - start) + " ms");
+        }
     }
 
     /** How long a consumer that never gets an assignment keeps trying after its SECONDS. */

@@ -1,8 +1,8 @@
-"""ISR shrink and expand, under min ISR (KIP-164) — also the project's demo bundle.
+"""ISR shrink and expand, under min ISR (KIP-164).
 
 Cluster: 3 dedicated controllers (1-3) + 3 brokers (4-6). Measured on the 2-core CI machine,
 six JVMs of 256 MiB heap format in ~6 s and start in ~10 s, so the full topology is kept
-(a single controller would hide the quorum in the demo bundle).
+(a single controller would hide the quorum).
 
 Timeline (about 70 s of Kafka time after start-up):
 
@@ -15,6 +15,10 @@ Timeline (about 70 s of Kafka time after start-up):
    ``audit`` offline.
 3. more records to ``orders``; broker 5 hard-stopped -> ``orders`` under min ISR too.
 4. brokers 5 and 6 restarted -> ISR expands back to 3.
+5. Kafka's own live replica check, ``kafka-replica-verification`` (``ReplicaVerificationTool``
+   of :data:`VERIFIER_RELEASE`; gone from 4.0), runs for :data:`VERIFY_S` s over ``orders`` and
+   ``payments`` while 1000 more records go to ``orders``; its output is kept as
+   ``oracle/replica-verification.txt`` (a report line per second; it exits 1 on a mismatch).
 
 ``kafka-topics --describe`` (all, ``--under-replicated-partitions``,
 ``--under-min-isr-partitions``) and ``kafka-metadata-quorum describe`` are captured at each
@@ -25,9 +29,13 @@ MBeans are scraped as Prometheus text every 5 s from the JMX exporter javaagent 
 
 from __future__ import annotations
 
+from peer.errors import ScenarioError
 from peer.scenario import ScenarioContext
 
 NAME = "isr"
+#: The release whose ``ReplicaVerificationTool`` checks the replicas live (3.9.2, the last that has it).
+VERIFIER_RELEASE = "3.9.2"
+VERIFY_S = 8
 
 ISR_MBEANS = [
     "kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount",
@@ -163,5 +171,32 @@ def run(ctx: ScenarioContext) -> None:
     describe(ctx, bs, "after restart")
     ctx.tool("metadata-quorum", ["--bootstrap-server", bs, "describe", "--status"])
     ctx.tool("metadata-quorum", ["--bootstrap-server", bs, "describe", "--replication"])
+    verify_replicas(ctx, bs)
     ctx.sleep(3)
     ctx.event("cluster_stop", cluster="isr", clean=True)
+
+
+def verify_replicas(ctx: ScenarioContext, bootstrap: str) -> None:
+    """``kafka-replica-verification`` over ``orders`` and ``payments`` for :data:`VERIFY_S` s while
+    ``orders`` takes 1000 records; its output kept as ``oracle/replica-verification.txt``."""
+    from peer.kafka import fetch
+
+    tool = fetch(VERIFIER_RELEASE)
+    args = ["--broker-list", bootstrap, "--topics-include", "orders|payments", "--report-interval-ms", "1000",
+            "--time", "-2"]
+    ctx.event("replica_verification_start", release=VERIFIER_RELEASE, args=args)
+    verifier = ctx.background("replica-verification", tool.java(tool.tool_class("replica-verification"), args))
+    ctx.sleep(2)
+    produce(ctx, bootstrap, "orders", 1000, 500)
+    ctx.sleep(max(0.0, VERIFY_S - 4))
+    code = verifier.wait(0.1)
+    if code is None:
+        verifier.stop(5.0)
+    out = ctx.bundle.root / "oracle" / "replica-verification.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = (ctx.work / "replica-verification.out").read_text(encoding="utf-8", errors="replace")
+    out.write_text(text, encoding="utf-8")
+    reports = text.count("max lag is")
+    ctx.event("replica_verification_end", exit_code=code, reports=reports)
+    if not reports:
+        raise ScenarioError(f"kafka-replica-verification reported nothing (exit {code}): {verifier.tail(5)}")

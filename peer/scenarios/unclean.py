@@ -22,6 +22,7 @@ on broker 2, 600 on broker 3), ``kafka-topics --describe`` at each step.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from peer.scenario import ScenarioContext
 
@@ -51,6 +52,29 @@ def capture(ctx: ScenarioContext, bootstrap: str, label: str) -> None:
     ctx.event("capture", what=label)
     ctx.tool("topics", ["--bootstrap-server", bootstrap, "--describe", "--topic", TOPIC])
     ctx.tool("get-offsets", ["--bootstrap-server", bootstrap, "--topic", TOPIC, "--time", "-1"])
+
+
+def elect_follower(ctx: ScenarioContext, cluster: Any, leader: Any, follower: Any) -> str:
+    """Kill ``leader``, restart ``follower`` and elect it with ``kafka-leader-election --election-type
+    unclean`` (asked again until it leads ``orders-0``); its bootstrap address."""
+    cluster.kill(leader)
+    ctx.event("broker_hard_stop", node=leader.id, signal="SIGKILL")
+    cluster.launch(follower)
+    ctx.event("broker_restart", node=follower.id)
+    cluster.wait_ready([follower], timeout=120.0)
+    ctx.event("brokers_ready", nodes=[follower.id])
+    bs = f"127.0.0.1:{follower.broker_port}"
+
+    def led() -> bool:
+        ctx.kafka.run_tool("leader-election", ["--bootstrap-server", bs, "--election-type", "unclean",
+                                               "--topic", TOPIC, "--partition", "0"], check=False)
+        out = ctx.kafka.run_tool("topics", ["--bootstrap-server", bs, "--describe", "--topic", TOPIC],
+                                 check=False).stdout
+        return f"Leader: {follower.id}" in out
+
+    waited = ctx.wait_until(led, timeout=60.0, interval=2.0, what="unclean election")
+    ctx.event("unclean_election", node=follower.id, waited_s=round(waited, 1))
+    return bs
 
 
 def run(ctx: ScenarioContext) -> None:
@@ -83,23 +107,7 @@ def run(ctx: ScenarioContext) -> None:
     produce(ctx, bs, 300, "1")
     capture(ctx, bs, f"before broker {leader.id} stopped")
 
-    cluster.kill(leader)
-    ctx.event("broker_hard_stop", node=leader.id, signal="SIGKILL")
-    cluster.launch(follower)
-    ctx.event("broker_restart", node=follower.id)
-    cluster.wait_ready([follower], timeout=120.0)
-    ctx.event("brokers_ready", nodes=[follower.id])
-    bs = f"127.0.0.1:{follower.broker_port}"
-
-    def led() -> bool:
-        ctx.kafka.run_tool("leader-election", ["--bootstrap-server", bs, "--election-type", "unclean",
-                                               "--topic", TOPIC, "--partition", "0"], check=False)
-        out = ctx.kafka.run_tool("topics", ["--bootstrap-server", bs, "--describe", "--topic", TOPIC],
-                                 check=False).stdout
-        return f"Leader: {follower.id}" in out
-
-    waited = ctx.wait_until(led, timeout=60.0, interval=2.0, what="unclean election")
-    ctx.event("unclean_election", node=follower.id, waited_s=round(waited, 1))
+    bs = elect_follower(ctx, cluster, leader, follower)
     produce(ctx, bs, 100, "1")
     capture(ctx, bs, "after the unclean election")
     ctx.sleep(2)

@@ -10,9 +10,13 @@ import workbench
 from tests.analysis.metadata_rows import MetadataLog, at
 from workbench.analysis import replicas
 from workbench.analysis.replicas.epochs import election_losses, leader_history, replica_epochs, unclean_findings
+from workbench.analysis.replicas.truncations import groups_beyond, truncations
 from workbench.errors import WorkbenchError
+from workbench.spark.events import EVENTS_SCHEMA
 from workbench.spark.leader_epochs import LEADER_EPOCHS_SCHEMA
 from workbench.spark.metadata import METADATA_SCHEMA
+from workbench.spark.offsets import OFFSETS_COLUMNS, OFFSETS_SCHEMA
+from workbench.spark.source import column_names
 
 pytestmark = pytest.mark.spark
 
@@ -98,8 +102,10 @@ def test_the_area_reports_unclean_elections_beside_the_replica_comparison(spark)
     batches = spark.createDataFrame([], REPLICA_BATCHES_SCHEMA)
     ranges = replicas.replica_ranges(batches)
     epochs = replica_epochs(spark.createDataFrame([], LEADER_EPOCHS_SCHEMA), history)
+    losses = election_losses(history, epochs, batches)
+    cuts, groups = truncations(events(spark, [])), groups_beyond(offsets(spark, []), losses)
     result = replicas.ReplicasAnalysis(None, {}, ranges, replicas.compare_replicas(batches, ranges), history, epochs,
-                                       election_losses(history, epochs, batches))
+                                       losses, cuts, groups)
     assert sorted(replicas.area_findings(result).select("kind").toPandas().kind) == [
         "unclean_election", "unclean_reelection"]
     assert replicas.key_figures(result)["unclean_elections"] == 2
@@ -146,7 +152,7 @@ def test_the_records_the_old_leader_held_past_the_new_leaders_start_are_what_the
     ranges = replicas.replica_ranges(batches)
     epochs = replica_epochs(entries, history, ranges)
     losses = election_losses(history, epochs, batches)
-    assertDataFrameEqual(losses.drop("cluster_id"), spark.createDataFrame(
+    assertDataFrameEqual(losses.drop("cluster_id", "truncated_at"), spark.createDataFrame(
         [("orders", 0, 1, 2, 1, at(20), 80, 100, 2, 20, at(8), at(9))],
         "topic string, partition int, epoch int, leader int, previous_leader int, elected timestamp, new_start long, "
         "old_end long, lost_batches long, lost_records long, first_time timestamp, last_time timestamp"))
@@ -162,3 +168,83 @@ def test_the_records_the_old_leader_held_past_the_new_leaders_start_are_what_the
     short = replica_epochs(entries, history, replicas.replica_ranges(truncated))
     again = unclean_findings(history, election_losses(history, short, truncated)).orderBy("start").collect()
     assert "broker 1's copy in the bundle holds nothing past the new leader's log end" in again[0]["summary"]
+
+
+def events(spark, rows: list[dict]):
+    """An ``events`` frame of ``rows`` (each a dict of some of its columns; ``orders-0`` by default)."""
+    names = column_names(EVENTS_SCHEMA)
+    full = [{"topic": "orders", "partition": 0, "path": f"/b/{r['node_id']}/server.log", **r} for r in rows]
+    return spark.createDataFrame([tuple(r.get(n) for n in names) for r in full], EVENTS_SCHEMA)
+
+
+def offsets(spark, rows: list[dict]):
+    """An ``offsets`` frame of offset commits of ``orders-0`` (each a dict of some of its columns)."""
+    full = [{"record_kind": "OffsetCommit", "deleted": False, "topic": "orders", "partition": 0, **r} for r in rows]
+    return spark.createDataFrame([tuple(r.get(n) for n in OFFSETS_COLUMNS) for r in full], OFFSETS_SCHEMA)
+
+
+def test_a_returning_leaders_truncation_line_tells_what_the_election_lost_and_who_had_read_it(spark):
+    """Broker 1 led orders-0 to offset 99 (epoch 0); broker 2 was elected uncleanly at offset 80 (epoch 1,
+    at 20 s); broker 1 came back at 60 s (its log loaded with end 100), started as a follower and
+    truncated to 80: its copy now holds broker 2's batches, and only its text log says 20 records went.
+    Group ``readers`` had committed 95 before the election and is reset to 80 later; ``slow`` had 70."""
+    from workbench.spark.replica_batches import REPLICA_BATCHES_SCHEMA
+
+    history = leader_history(spark.createDataFrame(incident().rows, METADATA_SCHEMA))
+    path = "/b/{}/orders-0/leader-epoch-checkpoint"
+    entries = spark.createDataFrame([(None, 1, "orders", 0, 0, 0, 0, path.format(1)),
+                                     (None, 1, "orders", 0, 1, 1, 80, path.format(1)),
+                                     (None, 2, "orders", 0, 0, 0, 0, path.format(2)),
+                                     (None, 2, "orders", 0, 1, 1, 80, path.format(2))], LEADER_EPOCHS_SCHEMA)
+
+    def batch(node, base, epoch):
+        return (None, node, "orders", 0, f"/b/{node}/orders-0/0.log", base * 10, base, base + 9, 10, 100, epoch,
+                base + epoch, False, at(base / 10).replace(tzinfo=None))
+
+    batches = spark.createDataFrame([batch(n, b, 0 if b < 80 else 1) for n in (1, 2) for b in range(0, 120, 10)],
+                                    REPLICA_BATCHES_SCHEMA)
+    log = events(spark, [
+        {"node_id": 1, "kind": "server", "time": at(59), "line_no": 1, "topic": None, "partition": None},
+        {"node_id": 1, "kind": "log_loaded", "time": at(60), "offset": 100, "line_no": 2},
+        {"node_id": 1, "kind": "follower_start", "time": at(61), "offset": 100, "line_no": 3},
+        {"node_id": 1, "kind": "truncated", "time": at(62), "offset": 80, "line_no": 4},
+        # broker 2: loaded at 5 s, led, then truncated at 90 s: what it held then is not in its log
+        {"node_id": 2, "kind": "log_loaded", "time": at(5), "offset": 0, "line_no": 1},
+        {"node_id": 2, "kind": "leader_start", "time": at(20), "offset": 80, "line_no": 2},
+        {"node_id": 2, "kind": "truncated", "time": at(90), "offset": 110, "line_no": 3},
+    ])
+    cuts = truncations(log)
+    assertDataFrameEqual(cuts.select("node_id", "time", "truncated_to", "end_before", "dropped", "loaded"),
+                         spark.createDataFrame([(1, at(62), 80, 100, 20, at(60)), (2, at(90), 110, None, None, None)],
+                                               "node_id int, time timestamp, truncated_to long, end_before long, "
+                                               "dropped long, loaded timestamp"))
+    epochs = replica_epochs(entries, history, replicas.replica_ranges(batches))
+    losses = election_losses(history, epochs, batches, cuts)
+    assertDataFrameEqual(losses.drop("cluster_id"), spark.createDataFrame(
+        [("orders", 0, 1, 2, 1, at(20), 80, 100, None, 20, None, None, at(62))],
+        "topic string, partition int, epoch int, leader int, previous_leader int, elected timestamp, new_start long, "
+        "old_end long, lost_batches long, lost_records long, first_time timestamp, last_time timestamp, "
+        "truncated_at timestamp"))
+    commits = offsets(spark, [
+        {"group": "readers", "committed_offset": 60, "commit_timestamp": at(10)},
+        {"group": "readers", "committed_offset": 95, "commit_timestamp": at(15)},
+        {"group": "readers", "committed_offset": 95, "commit_timestamp": at(15), "node_id": 2},   # another replica
+        {"group": "slow", "committed_offset": 70, "commit_timestamp": at(16)},
+        {"group": "readers", "committed_offset": 80, "commit_timestamp": at(70)},
+        {"group": "readers", "committed_offset": 85, "commit_timestamp": at(75)},
+        {"group": "aborted", "committed_offset": 99, "commit_timestamp": at(17), "is_transactional": True,
+         "txn_outcome": "ABORT"},                                      # a transaction's commit that never took effect
+        {"record_kind": "TxnMarker", "commit_timestamp": at(18)},
+    ])
+    groups = groups_beyond(commits, losses)
+    assertDataFrameEqual(groups.drop("cluster_id"), spark.createDataFrame(
+        [("orders", 0, 1, at(20), 80, "readers", 95, at(15), 80, at(70))],
+        "topic string, partition int, epoch int, elected timestamp, new_start long, group string, "
+        "committed_offset long, committed_at timestamp, next_offset long, next_at timestamp"))
+    found = unclean_findings(history, losses, groups).orderBy("start").collect()[0]
+    assert found["summary"].endswith(
+        f"RECOVERING: 20 record(s) (offsets 80–99) that broker 1, its last leader, held past the new leader's log end "
+        f"were lost: broker 1 dropped them when it returned and truncated to offset 80 at "
+        f"{at(62):%Y-%m-%d %H:%M:%S} UTC (its server log); consumer group(s) that had committed past the new log end "
+        "(80), whose next fetch resets them: readers (offset 95)"), found["summary"]
+    assert dict(found["figures"])["lost_records"] == 20.0 and dict(found["figures"])["groups_past_end"] == 1.0

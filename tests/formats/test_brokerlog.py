@@ -98,10 +98,42 @@ def test_each_release_line_gives_its_event(message, want):
     assert {k: event.get(k) for k in FIELDS} == {k: want.get(k) for k in FIELDS}
 
 
+#: A log's load (its end then) and truncation (where it ends after), as each release prints them
+#: (``kafka.log.Log``/``LogManager``, ``UnifiedLog``); the real lines of 2.8.2 to 4.3.1 are judged in
+#: ``tests/analysis/test_unclean_real_kafka.py`` and ``tests/analysis/test_events_real_kafka.py``.
+LOG_CASES = [
+    ("Completed load of log orders-0 with 1 log segments and log end offset 800 in 12 ms",         # 0.10
+     ("log_loaded", "orders", 0, 800)),
+    ("Completed load of log orders-0 with 2 log segments, log start offset 0 and log end offset 800 in 9 ms",  # 1.0
+     ("log_loaded", "orders", 0, 800)),
+    ("[Log partition=my-topic-12, dir=/tmp/kafka-logs] Completed load of log with 1 segments, log start offset 0 "
+     "and log end offset 800 in 157 ms", ("log_loaded", "my-topic", 12, 800)),                        # 2.0-2.7
+    ("Completed load of Log(dir=/d/orders-2, topic=orders, partition=2, highWatermark=0, lastStableOffset=0, "
+     "logStartOffset=0, logEndOffset=522) with 1 segments in 263ms (1/3 loaded in /d)",             # 2.8-3.5
+     ("log_loaded", "orders", 2, 522)),
+    ("Completed load of Log(dir=/d/events-0, topicId=oNrjBQP-STiVhY4Obi9kaQ, topic=events, partition=0, "
+     "highWatermark=0, lastStableOffset=0, logStartOffset=0, logEndOffset=120) with 1 segments, "
+     "local-log-start-offset 0 and log-end-offset 120 in 13ms (1/2 completed in /d)",               # 3.6+
+     ("log_loaded", "events", 0, 120)),
+    ("Truncating log orders-0 to offset 500.", ("truncated", "orders", 0, 500)),                      # 0.10-0.11
+    ("[Log partition=orders-0, dir=/d] Truncating to offset 500", ("truncated", "orders", 0, 500)),    # 1.0-2.8
+    ("[UnifiedLog partition=a-b-3, dir=/d] Truncating to offset 0", ("truncated", "a-b", 3, 0)),       # 3.0+
+]
+
+
+@pytest.mark.parametrize(("message", "want"), LOG_CASES, ids=[f"{c[1][0]}-{i}" for i, c in enumerate(LOG_CASES)])
+def test_a_logs_load_and_truncation_give_its_end(message, want):
+    event = parse_line(message)
+    assert event is not None
+    assert (event["kind"], event["topic"], event["partition"], event["offset"]) == want
+
+
 @pytest.mark.parametrize("message", [
     "[BrokerServer id=4] shutting down",              # KRaft: the transition line says it
     "[Partition orders-0 broker=1] Log loaded for partition orders-0 with initial high watermark 0",
     "[ReplicaFetcher replicaId=5, leaderId=4, fetcherId=0] Truncating partition orders-0 with TruncationState",
+    "[UnifiedLog partition=orders-0, dir=/d] Truncating to 500 has no effect as the largest offset in the log is 499",
+    "[Log partition=orders-0, dir=/d] Loading producer state till offset 800 with message format version 2",
     "Shrinking the producer pool",                   # not a partition's ISR
 ])
 def test_other_lines_are_no_events(message):

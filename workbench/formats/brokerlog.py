@@ -27,6 +27,14 @@ kind               line (``logger``)
                    controller. Epoch incremented to 7``)
 ``server``         a broker's life: ``starting``, ``started``, ``stopping``, ``stopped``
                    (ZooKeeper mode's ``KafkaServer``, KRaft's ``BrokerServer`` transitions)
+``log_loaded``     a broker opened a partition's log (at start-up, or when it created it): ``offset``
+                   is its log end then (``Completed load of Log(… logEndOffset=800)`` 2.8+, ``…
+                   Completed load of log with 1 segments, log start offset 0 and log end offset 800``
+                   before, ``Completed load of log t-0 with 1 log segments and log end offset 800`` 0.10)
+``truncated``      a broker cut a partition's log back: ``offset`` is where the log now ends
+                   (``[UnifiedLog partition=t-0, dir=…] Truncating to offset 500``; ``[Log …]`` 1.0-3.0;
+                   ``Truncating log t-0 to offset 500.`` 0.10-0.11); a truncation that had no effect
+                   (``Truncating to 500 has no effect …``) is none
 ================== ==============================================================================
 
 Times are log4j's ``[yyyy-MM-dd HH:mm:ss,SSS]``, which carries no zone: they are read in the zone
@@ -47,7 +55,8 @@ __all__ = ["EVENT_KINDS", "parse_line", "read_events"]
 
 #: Every ``kind`` an event can have, in the order of the module docstring.
 EVENT_KINDS = ("isr_updated", "isr_shrink", "isr_expand", "leader_start", "follower_start", "leader_kept",
-               "follower_kept", "partition_state", "replica_offline", "log_created", "controller", "server")
+               "follower_kept", "partition_state", "replica_offline", "log_created", "controller", "server",
+               "log_loaded", "truncated")
 
 # [2024-05-01 13:00:00,123] INFO message (logger); ISO-like and dotted milliseconds also accepted
 _RECORD = re.compile(
@@ -120,9 +129,21 @@ _TRANSITIONS = {"SHUTDOWN to STARTING": "starting", "STARTING to STARTED": "star
                 "STARTED to SHUTTING_DOWN": "stopping", "SHUTTING_DOWN to SHUTDOWN": "stopped"}
 _ZK_SERVER = {"starting": "starting", "started": "started", "shutting down": "stopping",
               "shut down completed": "stopped"}
+# a partition's log speaking: "[UnifiedLog partition=t-0, dir=/d]" (3.0+), "[Log partition=t-0, dir=/d]"
+# (1.0-2.8), "[LogLoader partition=t-0, dir=/d]" (3.0+)
+_LOG_SPEAKER = re.compile(r"\[(?:Unified|Local)?Log(?:Loader)? partition=(?P<tp>[^,\]\s]+), dir=")
+# 2.8+ LogManager: "Completed load of Log(dir=/d/t-0, topicId=…, topic=t, partition=0, …, logEndOffset=800) with …"
+_LOADED = re.compile(r"Completed load of Log\((?P<body>[^)]*)\)")
+_LOADED_FIELDS = {name: re.compile(rf"\b{name}=(?P<v>[^,\s)]+)") for name in ("topic", "partition", "logEndOffset")}
+# before 2.8: "[Log partition=t-0, dir=/d] Completed load of log with 1 segments, log start offset 0 and log end
+# offset 800 in 5 ms"; 0.10-1.1: "Completed load of log t-0 with 1 log segments(, log start offset 0) and log end
+# offset 800 in 5 ms"
+_LOADED_OLD = re.compile(r"Completed load of log (?:(?P<tp>\S+) )?with \d+ (?:log )?segments.*?"
+                         r"\blog[ -]end[ -]offset (?P<end>-?\d+)")
+_TRUNCATED = re.compile(r"Truncating (?:log (?P<tp>\S+) )?to offset (?P<offset>-?\d+)")
 # cheap substring gate: a line holding none of these is not read further
 _HINTS = ("ISR", "starts at", "Skipped the become", "hanged partition", "state changed to", "Created log",
-          "elected as", "incremented epoch", "Server")
+          "elected as", "incremented epoch", "Server", "Completed load of", "to offset")
 
 
 def _ints(text: str | None) -> list[int] | None:
@@ -224,6 +245,17 @@ def parse_line(message: str) -> dict[str, Any] | None:
                  "controller_epoch": None if m.group("epoch") is None else int(m.group("epoch"))}
     elif "incremented epoch" in message and (m := _OLD_ELECTED.search(message)):
         event = {"kind": "controller", "node_id": int(m.group("node")), "controller_epoch": int(m.group("epoch"))}
+    elif "Completed load of" in message:
+        event = _loaded(message)
+        if event is not None:
+            topic, partition = event.pop("topic"), event.pop("partition")
+    elif "Truncating" in message and (m := _TRUNCATED.search(message)):
+        speaker_log = _LOG_SPEAKER.search(message)
+        tp = _topic_partition(m.group("tp") or (speaker_log.group("tp") if speaker_log else ""))
+        if tp is None:
+            return None
+        topic, partition = tp
+        event = {"kind": "truncated", "offset": int(m.group("offset"))}
     elif "Server" in message and (m := _SERVER.search(message)):
         what = m.group("what").strip().rstrip(".")
         if m.group("cls") == "BrokerServer":   # KRaft: its state machine's transitions
@@ -267,6 +299,27 @@ def _starts(message: str, node: int | None) -> dict[str, Any] | None:
                 "isr": _ints(groups.get("isr")), "offset": int(m.group("offset")),
                 "high_watermark": None if groups.get("hw") is None else int(groups["hw"])}
     return None
+
+
+def _loaded(message: str) -> dict[str, Any] | None:
+    m = _LOADED.search(message)
+    if m:
+        fields = {k: f.search(m.group("body")) for k, f in _LOADED_FIELDS.items()}
+        if any(v is None for v in fields.values()):
+            return None
+        try:
+            partition, end = int(fields["partition"].group("v")), int(fields["logEndOffset"].group("v"))
+        except ValueError:
+            return None
+        return {"kind": "log_loaded", "topic": fields["topic"].group("v"), "partition": partition, "offset": end}
+    m = _LOADED_OLD.search(message)
+    if not m:
+        return None
+    speaker = _LOG_SPEAKER.search(message)
+    tp = _topic_partition(m.group("tp") or (speaker.group("tp") if speaker else ""))
+    if tp is None:
+        return None
+    return {"kind": "log_loaded", "topic": tp[0], "partition": tp[1], "offset": int(m.group("end"))}
 
 
 def _changed(message: str) -> dict[str, Any] | None:

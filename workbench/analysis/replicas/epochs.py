@@ -120,10 +120,11 @@ def replica_epochs(leader_epochs: DataFrame, history: DataFrame, ranges: DataFra
 
 #: Columns of :func:`election_losses`.
 LOSS_COLUMNS = ("cluster_id", "topic", "partition", "epoch", "leader", "previous_leader", "elected", "new_start",
-                "old_end", "lost_batches", "lost_records", "first_time", "last_time")
+                "old_end", "lost_batches", "lost_records", "first_time", "last_time", "truncated_at")
 
 
-def election_losses(history: DataFrame, epochs: DataFrame, batches: DataFrame) -> DataFrame:
+def election_losses(history: DataFrame, epochs: DataFrame, batches: DataFrame,
+                    cuts: DataFrame | None = None) -> DataFrame:
     """What each unclean election of another broker lost, where both replicas' copies are in the bundle.
 
     For an election under epoch ``E`` of broker ``L`` after broker ``P`` led: ``new_start`` is where
@@ -131,9 +132,12 @@ def election_losses(history: DataFrame, epochs: DataFrame, batches: DataFrame) -
     copy of the epochs before ``E`` ends. When ``old_end > new_start``, ``P`` held offsets
     ``[new_start, old_end)`` that ``L`` never had: Kafka truncates ``P`` to ``new_start`` when it
     follows ``L``, so they are lost (``lost_batches``, ``lost_records`` and the batches' times, from
-    ``P``'s batches in ``batches``, the ``replica_batches`` table). A ``P`` that has already
-    truncated shows nothing lost here (its broker's log says where it truncated). Columns
-    :data:`LOSS_COLUMNS`; ``new_start``/``old_end`` null when that replica's checkpoint is not in the bundle.
+    ``P``'s batches in ``batches``, the ``replica_batches`` table). A ``P`` that returned and
+    truncated holds nothing past ``new_start`` any more: with ``cuts`` (:func:`~.truncations.truncations`),
+    its first truncation after the election that says what it dropped gives ``old_end`` (its log end
+    at start-up), ``lost_records`` and ``truncated_at``; the batches and their times are gone (null).
+    Columns :data:`LOSS_COLUMNS`; ``new_start``/``old_end`` null when neither a checkpoint nor a
+    truncation line in the bundle tells.
     """
     part = ("cluster_id", "topic", "partition")
     elections = (history.where(F.col("unclean") & ~F.col("previous_leader").eqNullSafe(F.col("leader"))
@@ -162,29 +166,49 @@ def election_losses(history: DataFrame, epochs: DataFrame, batches: DataFrame) -
     joined = ends.join(held, on(ends, held, "_b_") + [held["_b_node_id"] == ends["previous_leader"],
                                                       held["_b_partition_leader_epoch"] < ends["epoch"], lost,
                                                       held["_b_base_offset"] < ends["old_end"]], "left")
-    return (joined.groupBy(*part, "epoch", "leader", "previous_leader", "elected", "new_start", "old_end")
-            .agg(F.count("_b_base_offset").alias("lost_batches"),
-                 F.sum("record_count").cast("long").alias("lost_records"),
-                 F.min("max_timestamp").alias("first_time"), F.max("max_timestamp").alias("last_time"))
-            .select(*LOSS_COLUMNS))
+    copied = (joined.groupBy(*part, "epoch", "leader", "previous_leader", "elected", "new_start", "old_end")
+              .agg(F.count("_b_base_offset").alias("lost_batches"),
+                   F.sum("record_count").cast("long").alias("lost_records"),
+                   F.min("max_timestamp").alias("first_time"), F.max("max_timestamp").alias("last_time")))
+    if cuts is None:
+        return copied.withColumn("truncated_at", F.lit(None).cast("timestamp")).select(*LOSS_COLUMNS)
+    told = cuts.where(F.col("dropped").isNotNull()).select(
+        *(F.col(c).alias(f"_t_{c}") for c in (*part, "node_id", "time", "truncated_to", "end_before", "dropped")))
+    first_cut = Window.partitionBy(*part, "epoch").orderBy("_t_time")
+    matched = (copied.join(told, on(copied, told, "_t_") + [told["_t_node_id"] == copied["previous_leader"],
+                                                             told["_t_time"] >= copied["elected"]], "left")
+               .withColumn("_n", F.row_number().over(first_cut)).where(F.col("_n") == 1))
+    # the copy in the bundle lost nothing past the new start (or is not there): the truncation line tells
+    by_cut = ((F.coalesce("lost_records", F.lit(0)) == 0) & F.col("_t_dropped").isNotNull()
+              & (F.col("_t_dropped") > 0))
+    return matched.select(
+        *part, "epoch", "leader", "previous_leader", "elected",
+        F.when(by_cut, F.coalesce("new_start", "_t_truncated_to")).otherwise(F.col("new_start")).alias("new_start"),
+        F.when(by_cut, F.col("_t_end_before")).otherwise(F.col("old_end")).alias("old_end"),
+        F.when(by_cut, F.lit(None).cast("long")).otherwise(F.col("lost_batches")).alias("lost_batches"),
+        F.when(by_cut, F.col("_t_dropped")).otherwise(F.col("lost_records")).alias("lost_records"),
+        F.when(by_cut, F.lit(None).cast("timestamp")).otherwise(F.col("first_time")).alias("first_time"),
+        F.when(by_cut, F.lit(None).cast("timestamp")).otherwise(F.col("last_time")).alias("last_time"),
+        F.when(by_cut, F.col("_t_time")).alias("truncated_at")).select(*LOSS_COLUMNS)
 
 
 def unclean_elections(history: DataFrame, losses: DataFrame | None = None) -> DataFrame:
     """The unclean rows of :func:`leader_history` with what each lost (:func:`election_losses`'s
-    ``new_start, old_end, lost_batches, lost_records, first_time, last_time``; null when unknown)."""
+    ``new_start, old_end, lost_batches, lost_records, first_time, last_time, truncated_at``; null when unknown)."""
     rows = history.where(F.col("unclean"))
     if losses is None:
         return rows.select("*", *(F.lit(None).cast(t).alias(c) for c, t in (
             ("new_start", "long"), ("old_end", "long"), ("lost_batches", "long"), ("lost_records", "long"),
-            ("first_time", "timestamp"), ("last_time", "timestamp"))))
+            ("first_time", "timestamp"), ("last_time", "timestamp"), ("truncated_at", "timestamp"))))
     keys = ("cluster_id", "topic", "partition", "epoch")
     found = losses.select(*(F.col(c).alias(f"_l_{c}") for c in keys), "new_start", "old_end", "lost_batches",
-                          "lost_records", "first_time", "last_time")
+                          "lost_records", "first_time", "last_time", "truncated_at")
     return rows.join(found, [rows[c].eqNullSafe(found[f"_l_{c}"]) for c in keys], "left").drop(
         *(f"_l_{c}" for c in keys))
 
 
-def unclean_findings(history: DataFrame, losses: DataFrame | None = None) -> DataFrame:
+def unclean_findings(history: DataFrame, losses: DataFrame | None = None, groups: DataFrame | None = None
+                     ) -> DataFrame:
     """One finding per election of a leader from outside the ISR (:func:`leader_history`'s ``unclean``).
 
     ``unclean_election``, critical: another broker than the partition's last leader was elected, so
@@ -193,8 +217,9 @@ def unclean_findings(history: DataFrame, losses: DataFrame | None = None) -> Dat
     (figure ``lost_records``). ``unclean_reelection``,
     warning: the last leader itself came back and was elected from outside the ISR (Kafka marks it
     ``RECOVERING`` all the same): no other replica's records were lost, but what the broker had not
-    flushed before it stopped may be. Subject ``orders-3`` (the cluster named when the bundle's
-    metadata spans several).
+    flushed before it stopped may be. With ``groups`` (:func:`~.truncations.groups_beyond`) it names
+    the consumer groups that had committed past the new leader's log end (figure ``groups_past_end``).
+    Subject ``orders-3`` (the cluster named when the bundle's metadata spans several).
     """
     from workbench.analysis.findings import FINDINGS_COLUMNS
     from workbench.analysis.text import time_text
@@ -214,12 +239,16 @@ def unclean_findings(history: DataFrame, losses: DataFrame | None = None) -> Dat
                     F.lit("; Kafka marked its recovery RECOVERING")).otherwise(F.lit(""))
     again = F.col("previous_leader").eqNullSafe(F.col("leader"))
     before = F.coalesce(F.col("previous_leader").cast("string"), F.lit("?"))
+    written = F.when(F.col("first_time").isNotNull(), F.concat(F.lit(", written "), time_text("first_time"),
+                                                               F.lit(" to "), time_text("last_time")))
+    cut = F.when(F.col("truncated_at").isNotNull(), F.concat(
+        F.lit(": broker "), before, F.lit(" dropped them when it returned and truncated to offset "),
+        F.col("new_start").cast("string"), F.lit(" at "), time_text("truncated_at"), F.lit(" (its server log)")))
     counted = F.concat(
         F.lit(": "), F.col("lost_records").cast("string"), F.lit(" record(s) (offsets "),
-        F.col("new_start").cast("string"), F.lit("–"), (F.col("old_end") - 1).cast("string"), F.lit(", written "),
-        time_text("first_time"), F.lit(" to "),
-        time_text("last_time"), F.lit(") that broker "), before,
-        F.lit(", its last leader, held past the new leader's log end were lost"))
+        F.col("new_start").cast("string"), F.lit("–"), (F.col("old_end") - 1).cast("string"),
+        F.coalesce(written, F.lit("")), F.lit(") that broker "), before,
+        F.lit(", its last leader, held past the new leader's log end were lost"), F.coalesce(cut, F.lit("")))
     outcome = (F.when(again, F.lit(": it led the partition last, so no other replica's records were lost (what it "
                                    "had not flushed before it stopped may be)"))
                .when(F.col("lost_records") > 0, counted)
@@ -230,10 +259,25 @@ def unclean_findings(history: DataFrame, losses: DataFrame | None = None) -> Dat
                .otherwise(F.concat(F.lit(": what broker "), before,
                                    F.lit(", its last leader, wrote past the new leader's log end was lost"))))
     rows = unclean_elections(history, losses)
+    keys = ("cluster_id", "topic", "partition", "epoch")
+    if groups is not None:
+        told = (groups.groupBy(*keys).agg(
+            F.count("group").alias("_groups"),
+            F.array_join(F.array_sort(F.collect_list(F.concat(
+                F.col("group"), F.lit(" (offset "), F.col("committed_offset").cast("string"), F.lit(")")))), ", ")
+            .alias("_named"))
+            .select(*(F.col(c).alias(f"_g_{c}") for c in keys), "_groups", "_named"))
+        rows = rows.join(told, [rows[c].eqNullSafe(told[f"_g_{c}"]) for c in keys], "left")
+    else:
+        rows = rows.withColumn("_groups", F.lit(None).cast("long")).withColumn("_named", F.lit(None).cast("string"))
+    past = F.when(F.col("_groups") > 0, F.concat(
+        F.lit("; consumer group(s) that had committed past the new log end ("), F.col("new_start").cast("string"),
+        F.lit("), whose next fetch resets them: "), F.col("_named")))
     rows = rows.withColumn("_subject", subject)
     summary = F.concat(F.col("_subject"), F.lit(": broker "), F.col("leader").cast("string"),
                        F.lit(" was elected leader from outside the ISR "), isr, F.lit(" at "), time_text("time"),
-                       F.lit(" (leader epoch "), F.col("epoch").cast("string"), F.lit(")"), marked, outcome)
+                       F.lit(" (leader epoch "), F.col("epoch").cast("string"), F.lit(")"), marked, outcome,
+                       F.coalesce(past, F.lit("")))
     return rows.select(
         F.lit("replicas").alias("area"),
         F.when(again, F.lit("unclean_reelection")).otherwise(F.lit("unclean_election")).alias("kind"),
@@ -243,5 +287,6 @@ def unclean_findings(history: DataFrame, losses: DataFrame | None = None) -> Dat
         F.map_filter(F.create_map(
             F.lit("epoch"), F.col("epoch").cast("double"), F.lit("leader"), F.col("leader").cast("double"),
             F.lit("offset"), F.col("offset").cast("double"),
-            F.lit("lost_records"), F.col("lost_records").cast("double")),
+            F.lit("lost_records"), F.col("lost_records").cast("double"),
+            F.lit("groups_past_end"), F.col("_groups").cast("double")),
             lambda _k, v: v.isNotNull()).alias("figures")).select(*FINDINGS_COLUMNS)
