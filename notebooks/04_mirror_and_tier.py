@@ -77,8 +77,9 @@ if mirror_data:
 # in-memory last replicated offset; the bundle holds the one Connect committed, every
 # `offset.flush.interval.ms` of the target's worker settings in `mm2.properties` (60 s by default)
 # while records move. So this backlog may exceed KIP-971's figure by what MirrorMaker 2 replicated
-# since its last commit, `connect_age_s` seconds before each point of the timeline (`progress_end`, the
-# larger of the committed and the offset-synced positions, is the tighter bound).
+# since its last commit (how long before each point of the timeline that was: the `connect_age_s`
+# column of the `mirror.lag_timeline` table; `progress_end`, the larger of the committed and the
+# offset-synced positions, is the tighter bound).
 
 # %%
 if mirror_data:
