@@ -63,8 +63,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from workbench.analysis import replicas
     from workbench.session import session
+    from workbench.spark.events import EVENTS_SCHEMA
     from workbench.spark.leader_epochs import LEADER_EPOCHS_SCHEMA
     from workbench.spark.metadata import METADATA_SCHEMA
+    from workbench.spark.offsets import OFFSETS_SCHEMA
 
     spark = session()
     frame = headers(spark, args.partitions, args.replicas, args.batches)
@@ -83,8 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     # no metadata log and no checkpoint in this synthetic bundle: the epoch frames are empty
     history = replicas.leader_history(spark.createDataFrame([], METADATA_SCHEMA))
     epochs = replicas.replica_epochs(spark.createDataFrame([], LEADER_EPOCHS_SCHEMA), history, ranges)
-    analysis = replicas.ReplicasAnalysis(None, {}, ranges, comparison, history, epochs,
-                                         replicas.election_losses(history, epochs, frame))
+    losses = replicas.election_losses(history, epochs, frame)
+    cuts = replicas.truncations(spark.createDataFrame([], EVENTS_SCHEMA))
+    groups = replicas.groups_beyond(spark.createDataFrame([], OFFSETS_SCHEMA), losses)
+    analysis = replicas.ReplicasAnalysis(None, {}, ranges, comparison, history, epochs, losses, cuts, groups)
     timed("view_frames", lambda: {k: v.toPandas() for k, v in replicas.view_frames(analysis).items()})
     counts = {r["status"]: r["count"] for r in comparison.groupBy("status").count().collect()}
     divergent, missing = len(range(7, args.partitions, 1000)), len(range(11, args.partitions, 1000))

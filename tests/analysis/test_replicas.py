@@ -7,9 +7,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
+from tests.analysis.test_replica_epochs import events, offsets
 from workbench.analysis import replicas
 from workbench.analysis.replicas.compare import COMPARISON_COLUMNS, RANGE_COLUMNS
 from workbench.analysis.replicas.epochs import election_losses, leader_history, replica_epochs
+from workbench.analysis.replicas.truncations import groups_beyond, truncations
 from workbench.spark.leader_epochs import LEADER_EPOCHS_SCHEMA
 from workbench.spark.metadata import METADATA_SCHEMA
 from workbench.spark.replica_batches import REPLICA_BATCHES_SCHEMA
@@ -165,7 +167,9 @@ def test_key_figures_count_every_partition_compared_with_or_without_a_cluster_id
     ranges = replicas.replica_ranges(frame)
     history = leader_history(spark.createDataFrame([], METADATA_SCHEMA))
     epochs = replica_epochs(spark.createDataFrame([], LEADER_EPOCHS_SCHEMA), history)
+    losses = election_losses(history, epochs, frame)
+    cuts, groups = truncations(events(spark, [])), groups_beyond(offsets(spark, []), losses)
     result = replicas.ReplicasAnalysis(None, {}, ranges, replicas.compare_replicas(frame, ranges), history, epochs,
-                                       election_losses(history, epochs, frame))
+                                       losses, cuts, groups)
     assert replicas.key_figures(result) == {"partitions_compared": 5, "batches_compared": 24, "divergent_batches": 3,
                                             "missing_batches": 2, "unclean_elections": 0}

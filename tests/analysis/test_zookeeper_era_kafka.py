@@ -58,7 +58,9 @@ def test_the_cluster_is_replayed_from_its_text_logs(analysed):
 #: propagates its ISR change notifications: once no ISR of that broker changed for 5 s, checked every
 #: 2.5 s (``ReplicaManager``'s ``IsrChangePropagationBlackOut`` and its propagation task), then the
 #: controller's UpdateMetadata. Each staged change here is followed by more than 5 s without one, so a
-#: describe may show the state of up to 5 + 2.5 s + 2.5 s (the controller, the cache) before it.
+#: describe may show the state of up to 5 + 2.5 s + 2.5 s (the controller, the cache) before it; and as
+#: each leader propagates its own partitions' changes, each partition's shown state is one it had in
+#: that window, not necessarily at the same instant as another leader's partitions.
 LEGACY_DESCRIBE_LAG_MS = 10_000
 
 
@@ -86,9 +88,13 @@ def test_topics_describe_matches_a_state_of_its_run_window(analysed):
                  for p in parsed.partitions}
         if not shown:
             continue   # the topic not created yet
-        views = candidate_views(frame, tool["t_ms"] - lag, end)
-        ok = any({k: (v[0], sorted(v[1]), sorted(v[2])) for k, v in view.items() if k[0] == TOPIC} == shown
-                 for view in views)
+        views = [{k: (v[0], sorted(v[1]), sorted(v[2])) for k, v in view.items() if k[0] == TOPIC}
+                 for view in candidate_views(frame, tool["t_ms"] - lag, end)]
+        if lag:   # each partition as its own leader propagated it
+            ok = all(any(view.get(k) == v for view in views) for k, v in shown.items()) and all(
+                set(view) == set(shown) for view in views[-1:])
+        else:
+            ok = any(view == shown for view in views)
         assert ok, f"{tool['file']}: tool shows {shown}; computed states in its window: {views}"
         checked += 1
     assert checked >= 5, checked

@@ -33,7 +33,8 @@ leader of each epoch.
 
 Outputs, each a DataFrame documented by its function: :func:`replica_ranges`, :func:`shared_ranges`,
 :func:`compare_replicas`, :func:`replica_summary`, :func:`findings`, :func:`leader_history`,
-:func:`replica_epochs`, :func:`election_losses`, :func:`unclean_findings`.
+:func:`replica_epochs`, :func:`election_losses`, :func:`unclean_findings`, :func:`truncations`,
+:func:`groups_beyond`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from workbench.analysis.replicas.compare import (
 )
 from workbench.analysis.replicas.epochs import election_losses, leader_history, replica_epochs, unclean_findings
 from workbench.analysis.replicas.inputs import Compaction, compaction
+from workbench.analysis.replicas.truncations import groups_beyond, truncations
 from workbench.analysis.replicas.verdicts import findings
 
 # isort: split
@@ -58,4 +60,5 @@ __all__ = [
     "ReplicasAnalysis", "analyse", "area_findings", "key_figures", "view_frames", "COMPARISON_COLUMNS",
     "RANGE_COLUMNS", "compare_replicas", "replica_ranges", "replica_summary", "shared_ranges", "Compaction",
     "compaction", "findings", "leader_history", "replica_epochs", "election_losses", "unclean_findings",
+    "truncations", "groups_beyond",
 ]
