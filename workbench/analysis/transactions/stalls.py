@@ -60,20 +60,28 @@ def stalled_groups(tables: Any) -> DataFrame:
     (the stalled position), ``pinned_producer_id``, ``start`` and ``last_commit`` (the first and
     last commit at it), ``commits``, ``log_end_offset`` (the largest seen meanwhile),
     ``released`` (the first later commit past it; null: still stalled at its last commit).
+
+    A read_uncommitted group can commit at the LSO by chance (it had read up to the first record
+    of a transaction just begun); its next commit then goes past the LSO while the LSO still sits
+    there, which no read_committed reader can do: such a stretch is not a stall and is left out.
     """
     rows = commits_vs_lso(tables)
     order = Window.partitionBy("group", "topic", "partition").orderBy("commit_time", "committed_offset")
     marked = (rows.withColumn("_at", F.coalesce("at_lso", F.lit(False)))
               .withColumn("_run", F.sum((~F.col("_at")).cast("int")).over(
                   order.rowsBetween(Window.unboundedPreceding, 0)))
-              .withColumn("_next", F.lead("commit_time").over(order)))
+              .withColumn("_next", F.lead("commit_time").over(order))
+              .withColumn("_read_past", (F.lead("committed_offset").over(order) > F.col("lso"))
+                          & (F.lead("lso").over(order) == F.col("lso"))))
     stalled = marked.where("_at")
     # one stretch per run of commits at one LSO (a run can move on to the next pinned LSO at once)
-    return stalled.groupBy("group", "topic", "partition", "_run", "lso").agg(
+    return (stalled.groupBy("group", "topic", "partition", "_run", "lso").agg(
         F.first("pinned_producer_id", ignorenulls=True).alias("pinned_producer_id"),
         F.min("commit_time").alias("start"), F.max("commit_time").alias("last_commit"),
         F.count("*").alias("commits"), F.max("log_end_offset").alias("log_end_offset"),
-        F.max_by("_next", "commit_time").alias("released")).drop("_run")
+        F.max_by("_next", "commit_time").alias("released"),
+        F.max_by("_read_past", "commit_time").alias("_read_past"))
+        .where(~F.coalesce("_read_past", F.lit(False))).drop("_run", "_read_past"))
 
 
 def group_positions(tables: Any) -> DataFrame:
