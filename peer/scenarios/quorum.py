@@ -15,7 +15,9 @@ Timeline (about 80 s after start-up):
 
 Quorum tool output is captured before, during and after each pause. JmxTool samples every
 node each second: controller ``KafkaController`` gauges, ``raft-metrics`` and the
-metadata-loader metrics (``broker-metadata-metrics``, ``MetadataLoader``); the same MBeans
+metadata-loader metrics (``broker-metadata-metrics``, ``MetadataLoader``, and the loader's
+``BrokerMetadataListener`` histograms ``MetadataBatchSizes`` and ``MetadataBatchProcessingTimeUs``
+on the brokers, whose loader updates them for every batch it applies); the same MBeans
 are scraped as Prometheus text every 5 s from the JMX exporter javaagent each node runs.
 """
 
@@ -54,6 +56,7 @@ BROKER_MBEANS = [
     "kafka.server:type=broker-metadata-metrics",
     "kafka.server:type=MetadataLoader,name=*",
     "kafka.server:type=raft-metrics",
+    "kafka.server:type=BrokerMetadataListener,name=*",
 ]
 
 SETTINGS = {

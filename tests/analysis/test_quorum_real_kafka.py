@@ -384,6 +384,54 @@ def test_apply_lag_from_the_log_is_kafkas_last_applied_record_lag_away_from_chan
     assert mine[mine.agrees].shape[0] >= 0.8 * len(mine), mine[~mine.agrees]
 
 
+def test_kafkas_metadata_batch_sizes_are_the_logs_batches_each_broker_had_applied(analysed):
+    """Each broker's metadata loader adds every batch it applies to ``MetadataBatchSizes``
+    (``kafka.server:type=BrokerMetadataListener``), with its metadata records (a control batch has
+    none): at every JmxTool sample its count and its mean are exactly the log's first batches, the
+    last of them appended before the sample and the next not a sample interval before it (the
+    broker kept up) unless the broker was frozen; and :func:`quorum.batch_sizes`, which the view
+    draws, gives Kafka's windows the log's batches and records within one sample interval."""
+    _tables, result, frames, manifest = analysed
+    appends = frames["appends"].sort_values("base_offset").reset_index(drop=True)
+    records = appends.records.where(~appends.is_control.astype(bool), 0)
+    prefix = records.cumsum().tolist()
+    times = [ms(t) for t in appends.time]
+    metrics = frames["metrics"]
+    stem = "kafka_server_brokermetadatalistener_metadatabatchsizes"
+    samples = (metrics[metrics.name.isin([f"{stem}_count", f"{stem}_mean"])]
+               .pivot_table(index=["node_id", "timestamp"], columns="name", values="value").reset_index()
+               .dropna())
+    assert set(samples.node_id) == {4, 5}
+    frozen = [(node, paused, resumed) for node, _role, paused, resumed in pauses(manifest)]
+    judged = 0
+    for row in samples.itertuples(index=False):
+        count, t = int(getattr(row, f"{stem}_count")), ms(row.timestamp)
+        total = round(getattr(row, f"{stem}_count") * getattr(row, f"{stem}_mean"))
+        assert 0 < count <= len(prefix) and prefix[count - 1] == total, (row, prefix[count - 1 : count + 1])
+        assert times[count - 1] <= t + CLOCK_MS, (row, appends.iloc[count - 1])
+        if count < len(times) and not any(node == row.node_id and paused - SAMPLE_MS <= t <= resumed + 2 * SAMPLE_MS
+                                          for node, paused, resumed in frozen):
+            assert times[count] > t - SAMPLE_MS, (row, appends.iloc[count])
+            judged += 1
+    assert judged >= 80, judged
+    sizes = result.batch_sizes.toPandas()
+    log = sizes[sizes.source == "log"].set_index("window_start")
+    first = samples.groupby("node_id").timestamp.min().map(ms)
+    compared = 0
+    for row in sizes[(sizes.source == "jmxtool") & sizes.batches.notna()].itertuples(index=False):
+        start, end = ms(row.window_start), ms(row.window_end)
+        if start <= first[row.node_id] + SAMPLE_MS or any(
+                node == row.node_id and paused - SAMPLE_MS <= end and resumed + 2 * SAMPLE_MS >= start
+                for node, paused, resumed in frozen):
+            continue  # counted from the broker's first sample on; a frozen broker loads its pause late
+        compared += 1
+        near = sum(start - SAMPLE_MS <= t < start + SAMPLE_MS or end - SAMPLE_MS <= t < end + SAMPLE_MS
+                   for t in times)
+        in_log = int(log.batches.get(row.window_start, 0))
+        assert abs(int(row.batches) - in_log) <= near, (row, in_log, near)
+    assert compared >= 8, compared
+
+
 @pytest.mark.parametrize("version", built_on("demo"))
 def test_the_demo_samples_every_nodes_kip835_gauges_and_they_equal_the_log(spark, kafka_bundle, version):
     """The demo incident (the shipped bundle's scenario) samples every node of its production cluster's

@@ -27,8 +27,9 @@ _SIZE_GAUGES = {
 def batch_sizes(appends: DataFrame, metrics: DataFrame | None = None, *, window_s: float = 10.0) -> DataFrame:
     """Metadata batch sizes per time window: computed from the log, and as the brokers reported them.
 
-    From the log: batches appended in the window, records and bytes per batch (average and
-    maximum). From the brokers' exports (where scraped): the ``MetadataBatchSizes`` and
+    From the log: batches appended in the window, metadata records and bytes per batch (average
+    and maximum; a control batch counts as a batch of 0 records, as Kafka's loader counts it).
+    From the brokers' exports (where scraped): the ``MetadataBatchSizes`` and
     ``MetadataBatchProcessingTimeUs`` histograms (``kafka.server:type=BrokerMetadataListener``;
     their count and mean give the batches loaded in the window and their average; their maximum
     is since the broker started), and ``record-batch-size-byte-avg/max`` and
@@ -60,9 +61,13 @@ def batch_sizes(appends: DataFrame, metrics: DataFrame | None = None, *, window_
     def window_start(col: str) -> Column:
         return F.timestamp_millis((F.floor(F.unix_millis(col) / width_ms) * width_ms).cast("long"))
 
-    log = (appends.withColumn("window_start", window_start("time")).groupBy("window_start").agg(
-        F.count("*").cast("long").alias("batches"), F.avg("records").alias("records_avg"),
-        F.max("records").cast("double").alias("records_max"), F.avg("bytes").alias("bytes_avg"),
+    # a control batch (LeaderChange, snapshot markers, voters) carries no metadata record: Kafka's
+    # loader counts it as a batch of 0 records in MetadataBatchSizes
+    metadata_records = F.when(F.coalesce("is_control", F.lit(False)), F.lit(0)).otherwise(F.col("records"))
+    log = (appends.withColumn("window_start", window_start("time")).withColumn("_records", metadata_records)
+           .groupBy("window_start").agg(
+        F.count("*").cast("long").alias("batches"), F.avg("_records").alias("records_avg"),
+        F.max("_records").cast("double").alias("records_max"), F.avg("bytes").alias("bytes_avg"),
         F.max("bytes").cast("double").alias("bytes_max"))
         .select("window_start", F.lit("log").alias("source"), F.lit(None).cast("int").alias("node_id"), "batches",
                 "records_avg", "records_max", "bytes_avg", "bytes_max",
