@@ -77,8 +77,10 @@ if lag_data:
 #
 # Commits per power-of-two bucket of byte or time lag (log scale; per leader broker), the share of
 # consumer positions within N bytes of the tail with p50, p90, p99 and p99.9 marked, the lag at
-# each commit of the worst group-partitions, and Burrow's status of each group (OK, WARN, ERR) at
-# its commits and between them (a group that stopped committing while its logs grew is STOP, so ERR).
+# each commit of the worst group-partitions, Burrow's status of each group (OK, WARN, ERR) at
+# its commits and between them (a group that stopped committing while its logs grew is STOP, so ERR),
+# and each partition's own status (OK, WARN, STOP, STALL, REWIND) as runs, for the partitions longest
+# out of OK.
 # Every figure follows the shared time window: the histograms and the curve count the commits of the
 # slices of the bundle's span (48 equal parts) that the window overlaps; the quantile marks are the
 # whole bundle's, drawn while the window covers it.

@@ -10,6 +10,7 @@ import pytest
 from widgets.consumer_lag import (
     ConsumerLagView,
     empty_frames,
+    figure_burrow_partitions,
     figure_burrow_status,
     figure_lag_histogram,
     figure_lag_over_time,
@@ -59,9 +60,18 @@ BURROW = pd.DataFrame([
 ], columns=["group", "time", "status", "worst", "stop", "stall", "rewind", "warn", "total_lag"])
 
 
+# group, topic, partition, status, start, end, evaluations, max_lag: billing orders-0 OK then STOP
+# (a run of one evaluation at the end), audit orders-0 STALL
+RUNS = pd.DataFrame([
+    ("billing", "orders", 0, "OK", pd.Timestamp(DAY + "03:10:00"), pd.Timestamp(DAY + "03:12:00"), 2, 0),
+    ("billing", "orders", 0, "STOP", pd.Timestamp(DAY + "03:12:00"), pd.Timestamp(DAY + "03:12:00"), 1, 90),
+    ("audit", "orders", 0, "STALL", pd.Timestamp(DAY + "03:10:40"), pd.Timestamp(DAY + "03:11:30"), 3, 3),
+], columns=["group", "topic", "partition", "status", "start", "end", "evaluations", "max_lag"])
+
+
 def frames() -> dict[str, pd.DataFrame]:
     return {"histogram_bytes": HIST, "histogram_time": HIST.assign(metric="time"), "cdf": CDF,
-            "page_cache": CACHE, "series": series_frame(), "burrow": BURROW}
+            "page_cache": CACHE, "series": series_frame(), "burrow": BURROW, "burrow_partitions": RUNS}
 
 
 def test_histogram_stacks_brokers_over_ordered_buckets_and_filters():
@@ -121,6 +131,28 @@ def test_burrow_status_draws_each_group_as_a_row_of_marks_coloured_by_status():
         "no group evaluated for this selection"
 
 
+def test_burrow_partitions_draw_each_run_as_a_bar_from_its_start_to_the_next_run():
+    fig = figure_burrow_partitions(RUNS)
+    assert [t.name for t in fig.data] == ["OK", "STOP", "STALL"]
+    got = [(list(t.y), [pd.Timestamp(b) for b in t.base], list(t.x)) for t in fig.data]
+    # 03:10:00-03:12:00 is 120 s; the STOP run of one evaluation is a sliver: 0.5 % of the 120 s span
+    assert got == [(["billing · orders-0"], [pd.Timestamp(DAY + "03:10:00")], [120_000.0]),
+                   (["billing · orders-0"], [pd.Timestamp(DAY + "03:12:00")], [600.0]),
+                   (["audit · orders-0"], [pd.Timestamp(DAY + "03:10:40")], [50_000.0])]
+    assert fig.data[1].hovertext[0] == (f"billing · orders-0: STOP from {DAY}03:12:00 to {DAY}03:12:00 "
+                                        "(1 evaluation(s), lag up to 90 records)")
+    assert list(fig.layout.yaxis.categoryarray) == ["billing · orders-0", "audit · orders-0"]
+    only = figure_burrow_partitions(RUNS, groups="audit", end=DAY + "03:11:00")
+    assert [t.name for t in only.data] == ["STALL"]
+    assert [pd.Timestamp(x) for x in only.layout.xaxis.range] == [pd.Timestamp(DAY + "03:10:40"),
+                                                                  pd.Timestamp(DAY + "03:11:00")]
+    escaped = figure_burrow_partitions(RUNS.assign(topic="<b>x</b>"))
+    assert all("<b>" not in y for t in escaped.data for y in t.y)
+    assert all("<b>" not in h for t in escaped.data for h in t.hovertext)
+    assert figure_burrow_partitions(RUNS, groups="nope").layout.annotations[0].text == \
+        "no partition evaluated for this selection"
+
+
 def test_view_follows_controls_and_the_shared_window():
     window = TimeWindow()
     view = ConsumerLagView(frames(), window=window, top=5)
@@ -129,6 +161,7 @@ def test_view_follows_controls_and_the_shared_window():
     assert [t.name for t in view.series_figure.data] == ["audit orders-0"]
     assert [list(t.y) for t in view.histogram.data] == [[2]]
     assert [list(t.y) for t in view.burrow_figure.data] == [["audit"]]
+    assert [list(t.y) for t in view.partition_figure.data] == [["audit · orders-0"]]
     view.metric.value = "time"
     assert view.histogram.layout.title.text.startswith("ConsumerFetchLagTimeInMs")
     window.set(DAY + "03:10:00", DAY + "03:11:00")
@@ -176,15 +209,16 @@ def test_view_of_a_bundle_without_commits_says_so():
     view = ConsumerLagView(empty_frames())
     assert view.status.value == "0 group-partition line(s) shown"
     texts = [fig.layout.annotations[0].text for fig in (view.histogram, view.cache_figure, view.series_figure,
-                                                        view.burrow_figure)]
+                                                        view.burrow_figure, view.partition_figure)]
     assert texts == ["no commits for this selection", "no commits with a known byte lag",
-                     "no commits for this selection", "no group evaluated for this selection"]
+                     "no commits for this selection", "no group evaluated for this selection",
+                     "no partition evaluated for this selection"]
 
 
-def test_the_report_figures_are_the_five_the_report_drew_for_its_groups_and_window():
+def test_the_report_figures_are_the_six_the_report_drew_for_its_groups_and_window():
     """What the notebook's report drew before ``show``: both histograms, the page-cache curve, the
-    byte lag and Burrow's status over time, for ``lag_groups`` and the notebook's window, whatever
-    the controls."""
+    byte lag and Burrow's group and partition statuses over time, for ``lag_groups`` and the
+    notebook's window, whatever the controls."""
     start, end = DAY + "03:10:30", DAY + "03:12:30"
     window = TimeWindow()
     window.set(start, end)
@@ -195,10 +229,11 @@ def test_the_report_figures_are_the_five_the_report_drew_for_its_groups_and_wind
              figure_lag_histogram(HIST.assign(metric="time"), metric="time", groups="billing, nope"),
              figure_page_cache(CDF, CACHE),
              figure_lag_over_time(series_frame(), metric="bytes", groups="billing, nope", start=start, end=end),
-             figure_burrow_status(BURROW, groups="billing, nope", start=start, end=end)]
+             figure_burrow_status(BURROW, groups="billing, nope", start=start, end=end),
+             figure_burrow_partitions(RUNS, groups="billing, nope", start=start, end=end)]
     assert [json.loads(f.to_json()) for f in view.report_figures()] == [json.loads(f.to_json()) for f in drawn]
     every = [figure_lag_histogram(HIST, metric="bytes"), figure_lag_histogram(HIST, metric="time"),
              figure_page_cache(CDF, CACHE), figure_lag_over_time(series_frame(), metric="bytes"),
-             figure_burrow_status(BURROW)]
+             figure_burrow_status(BURROW), figure_burrow_partitions(RUNS)]
     assert [json.loads(f.to_json()) for f in ConsumerLagView(frames()).report_figures()] == [
         json.loads(f.to_json()) for f in every]

@@ -15,7 +15,10 @@ with ``toPandas``), never commits by the million:
   bytes_lag, time_lag_ms``), already cut to the top N by the analysis;
 * ``burrow`` (optional) — :func:`~workbench.analysis.consumer_lag.burrow_group_status`: Burrow's
   status of each group at each evaluated instant (``group, time, status, worst, stop, stall, rewind,
-  warn, total_lag``).
+  warn, total_lag``);
+* ``burrow_partitions`` (optional) — :func:`~workbench.analysis.consumer_lag.status_runs` of the
+  partitions longest in trouble: each partition's Burrow status (OK, WARN, STOP, STALL, REWIND) as
+  runs (``group, topic, partition, status, start, end, evaluations, max_lag``).
 
 Each figure has a pure ``figure_*`` function (for the static report) beside the interactive
 :class:`ConsumerLagView`. Filters, a search box and a top-N limit keep the figures readable with
@@ -42,6 +45,7 @@ from workbench.errors import ConfigError
 __all__ = [
     "ConsumerLagView",
     "empty_frames",
+    "figure_burrow_partitions",
     "figure_burrow_status",
     "figure_lag_histogram",
     "figure_lag_over_time",
@@ -55,6 +59,10 @@ SERIES_COLUMNS = ("group", "topic", "partition", "commit_time", "records_lag", "
 BURROW_COLUMNS = ("group", "time", "status", "worst", "stop", "stall", "rewind", "warn", "total_lag")
 #: Burrow's group statuses, in the order drawn, with their colours.
 _BURROW_COLOURS = {"OK": "#2ca02c", "WARN": "#ff7f0e", "ERR": "#d62728"}
+RUN_COLUMNS = ("group", "topic", "partition", "status", "start", "end", "evaluations", "max_lag")
+#: Burrow's partition statuses, in the order drawn, with their colours.
+_PARTITION_COLOURS = {"OK": "#2ca02c", "WARN": "#ff7f0e", "STOP": "#d62728", "STALL": "#9467bd",
+                      "REWIND": "#1f77b4"}
 #: metric -> (series column, axis title)
 _METRICS = {"records": ("records_lag", "records behind"), "bytes": ("bytes_lag", "bytes behind"),
             "time": ("time_lag_ms", "ms behind")}
@@ -276,20 +284,65 @@ def figure_burrow_status(burrow: pd.DataFrame, *, groups: Iterable[Any] | str | 
     return fig
 
 
+def figure_burrow_partitions(runs: pd.DataFrame, *, groups: Iterable[Any] | str | None = None,
+                             start: TimeLike = None, end: TimeLike = None) -> go.Figure:
+    """Burrow's status of each partition over time: one row per group-partition, one bar per run of a
+    status (OK, WARN, STOP, STALL, REWIND) from its first evaluation to the next run's; the hover
+    gives the evaluations and the largest lag of the run.
+
+    A run of one evaluation at the end (no length) is drawn a sliver wide (0.5 % of the span) so
+    that it shows. ``runs`` holds :data:`RUN_COLUMNS` (the area's ``burrow_partitions`` frame).
+    """
+    require_columns(runs, RUN_COLUMNS, "Burrow partition runs frame")
+    title = "Burrow's partition status over time (OK, WARN, STOP, STALL, REWIND)"
+    data = _filtered(runs, group=groups)
+    if data.empty:
+        return empty_figure(title, "no partition evaluated for this selection")
+    data = data.assign(_label=[f"{g} · {t}-{int(p)}" for g, t, p in
+                               zip(data["group"], data["topic"], data["partition"], strict=True)])
+    begin, finish = utc_naive(data["start"]), utc_naive(data["end"])
+    sliver = max((finish.max() - begin.min()) * 0.005, pd.Timedelta(milliseconds=1))
+    width = (finish - begin).where(finish - begin >= sliver, sliver)
+    data = data.assign(_begin=begin.to_numpy(), _ms=(width.dt.total_seconds() * 1000).to_numpy())
+    labels = sorted(set(data["_label"]))
+    fig = go.Figure()
+    for status, colour in _PARTITION_COLOURS.items():
+        rows = data[data["status"] == status]
+        if rows.empty:
+            continue
+        hover = [plotly_text(f"{label}: {status} from {b} to {e} ({int(n)} evaluation(s), lag up to "
+                             f"{'-' if pd.isna(lag) else int(lag)} records)")
+                 for label, b, e, n, lag in zip(rows["_label"], rows["start"], rows["end"], rows["evaluations"],
+                                                 rows["max_lag"], strict=True)]
+        fig.add_trace(go.Bar(base=rows["_begin"], x=rows["_ms"], y=[plotly_text(v) for v in rows["_label"]],
+                             orientation="h", name=status, marker={"color": colour}, hovertext=hover,
+                             hoverinfo="text"))
+    lo, hi = parse_time(start, "start"), parse_time(end, "end")
+    layout: dict[str, Any] = {"title": title, "height": 160 + 24 * len(labels), "barmode": "overlay",
+                              "xaxis": {"type": "date", "title": "time (UTC)"},
+                              "yaxis": {"categoryorder": "array",
+                                        "categoryarray": [plotly_text(n) for n in reversed(labels)]}}
+    if lo is not None or hi is not None:
+        layout["xaxis"]["range"] = [lo if lo is not None else begin.min(), hi if hi is not None else finish.max()]
+    fig.update_layout(**layout)
+    return fig
+
+
 def empty_frames() -> dict[str, pd.DataFrame]:
     """The view's frames without rows (a bundle with no commits: the view shows that nothing is there).
 
     Examples
     --------
     >>> sorted(empty_frames())
-    ['burrow', 'cdf', 'histogram_bytes', 'histogram_time', 'page_cache', 'series']
+    ['burrow', 'burrow_partitions', 'cdf', 'histogram_bytes', 'histogram_time', 'page_cache', 'series']
     """
     hist = pd.DataFrame({c: pd.Series(dtype="object") for c in HISTOGRAM_COLUMNS})
     return {"histogram_bytes": hist, "histogram_time": hist.copy(),
             "cdf": pd.DataFrame({c: pd.Series(dtype="float64") for c in CDF_COLUMNS}),
             "page_cache": pd.DataFrame({c: pd.Series(dtype="float64") for c in CACHE_COLUMNS}),
             "series": pd.DataFrame({c: pd.Series(dtype="object") for c in SERIES_COLUMNS}),
-            "burrow": pd.DataFrame({c: pd.Series(dtype="object") for c in BURROW_COLUMNS})}
+            "burrow": pd.DataFrame({c: pd.Series(dtype="object") for c in BURROW_COLUMNS}),
+            "burrow_partitions": pd.DataFrame({c: pd.Series(dtype="object") for c in RUN_COLUMNS})}
 
 
 class ConsumerLagView(ipw.VBox):
@@ -299,7 +352,7 @@ class ConsumerLagView(ipw.VBox):
     ----------
     frames : mapping of str to pandas.DataFrame
         The area's view frames (``histogram_bytes``, ``histogram_time``, ``cdf_points`` or ``cdf``,
-        ``page_cache``, ``series``, and ``burrow`` when the analysis gives it).
+        ``page_cache``, ``series``, and ``burrow`` and ``burrow_partitions`` when the analysis gives them).
     window : widgets.linking.TimeWindow, optional
         A shared window: the over-time figures' x axes follow it, and the histograms and the curve
         count the commits of the time slices it overlaps (when their frames are counted per slice).
@@ -328,7 +381,7 @@ class ConsumerLagView(ipw.VBox):
     def __init__(self, frames: Any, *, window: TimeWindow | None = None, top: int = 10,
                  groups: Iterable[str] | str | None = None) -> None:
         self._frames = {k: frames[k] for k in ("histogram_bytes", "histogram_time", "cdf", "page_cache", "series",
-                                               "burrow") if k in frames}
+                                               "burrow", "burrow_partitions") if k in frames}
         if "cdf_points" in frames:   # counted per time slice: the curve follows the window
             self._frames["cdf"] = frames["cdf_points"]
         missing = [k for k in ("histogram_bytes", "histogram_time", "cdf", "series") if k not in self._frames]
@@ -355,6 +408,7 @@ class ConsumerLagView(ipw.VBox):
         self.cache_figure = FigureWidget()
         self.series_figure = FigureWidget()
         self.burrow_figure = FigureWidget()
+        self.partition_figure = FigureWidget()
         self.status = ipw.HTML()
         self._window = window
         self._refresh()
@@ -365,15 +419,15 @@ class ConsumerLagView(ipw.VBox):
         super().__init__(children=[
             self.metric, ipw.HBox([self.group_filter, self.topic_filter, self.broker_filter]),
             ipw.HBox([self.search, self.top]), self.status, self.histogram, self.cache_figure, self.series_figure,
-            self.burrow_figure])
+            self.burrow_figure, self.partition_figure])
 
-    def _burrow(self) -> pd.DataFrame:
-        frame = self._frames.get("burrow")
-        return frame if frame is not None else empty_frames()["burrow"]
+    def _burrow(self, name: str = "burrow") -> pd.DataFrame:
+        frame = self._frames.get(name)
+        return frame if frame is not None else empty_frames()[name]
 
-    def figures(self) -> tuple[go.Figure, go.Figure, go.Figure, go.Figure]:
+    def figures(self) -> tuple[go.Figure, go.Figure, go.Figure, go.Figure, go.Figure]:
         """Plain figures for the current control values: histogram, page-cache curve, lag over time,
-        Burrow's status over time."""
+        Burrow's group and partition statuses over time."""
         metric = self.metric.value
         hist_metric = "time" if metric == "time" else "bytes"
         groups = self.group_filter.value or None
@@ -388,11 +442,13 @@ class ConsumerLagView(ipw.VBox):
             figure_lag_over_time(self._frames["series"], metric=metric, groups=groups, topics=topics,
                                  search=self.search.value or None, top=int(self.top.value), start=start, end=end),
             figure_burrow_status(self._burrow(), groups=groups, start=start, end=end),
+            figure_burrow_partitions(self._burrow("burrow_partitions"), groups=groups, start=start, end=end),
         )
 
     def report_figures(self) -> list[go.Figure]:
         """The static report's figures, for the given groups, over the shared window: the histograms of
-        byte and time lag, the page-cache curve, the byte lag at each commit and Burrow's status."""
+        byte and time lag, the page-cache curve, the byte lag at each commit and Burrow's group and
+        partition statuses."""
         start, end = report_window(None, None, self._window)
         return [
             figure_lag_histogram(self._frames["histogram_bytes"], metric="bytes", groups=self._groups, start=start,
@@ -402,6 +458,7 @@ class ConsumerLagView(ipw.VBox):
             figure_page_cache(self._frames["cdf"], self._frames.get("page_cache"), start=start, end=end),
             figure_lag_over_time(self._frames["series"], metric="bytes", groups=self._groups, start=start, end=end),
             figure_burrow_status(self._burrow(), groups=self._groups, start=start, end=end),
+            figure_burrow_partitions(self._burrow("burrow_partitions"), groups=self._groups, start=start, end=end),
         ]
 
     def _on_change(self, _change: dict) -> None:
@@ -409,8 +466,8 @@ class ConsumerLagView(ipw.VBox):
 
     def _refresh(self) -> None:
         figures = self.figures()
-        for widget, figure in zip((self.histogram, self.cache_figure, self.series_figure, self.burrow_figure), figures,
-                                  strict=True):
+        for widget, figure in zip((self.histogram, self.cache_figure, self.series_figure, self.burrow_figure,
+                                   self.partition_figure), figures, strict=True):
             redraw(widget, figure)
         lines = len(figures[2].data)
         self.status.value = f"{lines} group-partition line(s) shown"

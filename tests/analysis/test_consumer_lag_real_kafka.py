@@ -398,6 +398,37 @@ def test_burrow_rates_the_stopped_group_stop_until_its_offsets_are_removed(bundl
     assert all(any(a < t <= b for a, b in paused) for t in caught_up.time), (caught_up.time.tolist(), paused)
 
 
+def test_burrow_partition_runs_are_each_partitions_statuses_in_turn_and_the_view_keeps_the_troubled(bundle):
+    """What the view draws per partition: each partition's Burrow statuses at the evaluated instants,
+    cut into runs of one status, equal to the same cut made here from the statuses themselves; the
+    ``stopped`` group's partitions end in STOP, the ``slow`` group has a STALL run, and the view's
+    frame keeps both groups' troubled partitions."""
+    _path, _manifest, tables = bundle
+    status = cl.partition_status_for(tables, {}).toPandas()
+    status = status[status.status.notna()].sort_values(["group", "topic", "partition", "time"])
+    rows = []
+    for (group, topic, part), one in status.groupby(["group", "topic", "partition"], sort=False):
+        cut = (one.status != one.status.shift()).cumsum()
+        runs = [(r.status.iloc[0], r.time.min(), len(r), r.current_lag.max()) for _, r in one.groupby(cut)]
+        ends = [start for _s, start, _n, _l in runs[1:]] + [one.time.max()]
+        rows += [(group, topic, int(part), st, start, end, n, lag)
+                 for (st, start, n, lag), end in zip(runs, ends, strict=True)]
+    want = pd.DataFrame(rows, columns=list(cl.RUN_COLUMNS))
+    got = cl.status_runs(cl.partition_status_for(tables, {})).toPandas()
+    key = ["group", "topic", "partition", "start"]
+    pd.testing.assert_frame_equal(got.sort_values(key).reset_index(drop=True),
+                                  want.sort_values(key).reset_index(drop=True), check_dtype=False)
+    last = got.sort_values("start").groupby(["group", "topic", "partition"]).last()
+    assert (last.loc["stopped"].status == "STOP").all(), last.loc["stopped"]
+    assert (got[got.group == "slow"].status == "STALL").any()
+    from workbench.analysis.consumer_lag import area as lag_area
+
+    shown = lag_area.view_frames(lag_area.analyse(tables, {}))["burrow_partitions"].toPandas()
+    troubled = {(g, t, p) for g, t, p, s in zip(got.group, got.topic, got.partition, got.status, strict=True)
+                if s != "OK" and g in ("stopped", "slow")}
+    assert troubled and troubled <= set(zip(shown.group, shown.topic, shown.partition, strict=True))
+
+
 def _dumped_commits(path: Path, group: str) -> dict[tuple[str, int], list[tuple[int, int]]]:
     """Per (topic, partition): ``(commitTimestamp ms, offset)`` of each of ``group``'s commits, from Kafka's
     dump of ``__consumer_offsets`` (``--offsets-decoder``), in commit order."""

@@ -28,7 +28,8 @@ historically, from the ``offsets``, ``batches`` and (for leaders) ``metadata`` t
 * :func:`stuck_partitions` and :func:`removed_offsets` — committed offsets that stood still while the log
   grew, and groups whose offsets were removed (expired or deleted);
 * :func:`burrow_status` and :func:`burrow_group_status` — Burrow's verdicts (OK, WARN, STOP, STALL,
-  REWIND; ERR for a group) at every commit and over time (:mod:`workbench.analysis.consumer_lag.burrow`).
+  REWIND; ERR for a group) at every commit and over time (:mod:`workbench.analysis.consumer_lag.burrow`);
+  :func:`status_runs` — each partition's verdicts as runs of one status (what the view draws).
 
 **The log end at a past moment.** A batch joined the log no earlier than its ``max_timestamp`` and after
 every batch before it, so the log held it from ``reached`` = the running maximum of ``max_timestamp`` in
@@ -80,11 +81,14 @@ from workbench.analysis.consumer_lag.area import (
 from workbench.analysis.consumer_lag.burrow_history import (
     BURROW_BUCKETS,
     BURROW_SCHEMA,
+    RUN_COLUMNS,
     burrow_group_status,
     burrow_inputs,
     burrow_status,
     group_instants,
     group_status_for,
+    partition_status_for,
+    status_runs,
 )
 from workbench.analysis.consumer_lag.distributions import (
     CACHE_QUANTILES,
@@ -150,7 +154,8 @@ __all__ = [
     "bucket_of", "lag_histogram", "lag_summary", "broker_writes", "with_cache_bytes", "page_cache", "byte_lag_cdf",
     "retention_loss", "stuck_partitions", "removed_groups", "BURROW_SCHEMA", "burrow_status", "BURROW_BUCKETS",
     "burrow_inputs", "burrow_group_status", "group_instants", "DEFAULT_LAG_WARN_S", "group_lag_summary", "findings",
-    "cache_lags_for", "loss_for", "group_status_for", "findings_for", "GROUP_GROUPS", "ConsumerLagAnalysis", "analyse",
+    "cache_lags_for", "loss_for", "group_status_for", "partition_status_for", "RUN_COLUMNS", "status_runs",
+    "findings_for", "GROUP_GROUPS", "ConsumerLagAnalysis", "analyse",
     "area_findings", "VIEW_TOP_PARTITIONS", "top_partitions", "view_frames", "key_figures", "lag_points",
     "VIEW_SLICES", "with_time_slices", "in_slices", "cdf_of_points",
 ]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from workbench.analysis.consumer_lag.burrow_history import group_status_for
+from workbench.analysis.consumer_lag.burrow_history import group_status_for, partition_status_for, status_runs
 from workbench.analysis.consumer_lag.distributions import (
     cache_lags_for,
     lag_histogram,
@@ -23,6 +23,10 @@ from workbench.analysis.consumer_lag.verdicts import _GROUPED_PHRASES, GROUP_GRO
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+#: Group-partitions whose Burrow statuses the view draws at most: those longest in a status other
+#: than OK first (``lag_burrow_partitions`` parameter).
+VIEW_BURROW_PARTITIONS = 60
 
 
 @dataclass(frozen=True, eq=False)   # equal only to itself: no comparison of whole tables
@@ -77,7 +81,20 @@ def view_frames(result: ConsumerLagAnalysis) -> dict[str, DataFrame]:
         .select(*keep),
         "groups": group_lag_summary(lags),
         "burrow": group_status_for(tables, params),
+        "burrow_partitions": burrow_partition_runs(
+            tables, params, int(params.get("lag_burrow_partitions") or VIEW_BURROW_PARTITIONS)),
     }
+
+
+def burrow_partition_runs(tables: Any, params: Mapping[str, Any], top: int) -> DataFrame:
+    """:func:`status_runs` of the ``top`` group-partitions with the most evaluations in a status other
+    than OK (then by name), every run of each."""
+    runs = status_runs(partition_status_for(tables, params))
+    key = ["group", "topic", "partition"]
+    ranked = (runs.groupBy(*key).agg(F.sum(F.when(F.col("status") != "OK", F.col("evaluations")).otherwise(0))
+                                     .alias("_bad"))
+              .orderBy(F.col("_bad").desc(), *key).limit(top).select(*key))
+    return runs.join(ranked, key)
 
 
 def key_figures(result: ConsumerLagAnalysis) -> dict[str, Any]:

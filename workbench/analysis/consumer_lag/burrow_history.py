@@ -221,17 +221,55 @@ def group_instants(lags: DataFrame, *, points: int = 400, growth: DataFrame | No
     return counted.where(((F.col("_i") - 1) % step == 0) | (F.col("_i") == F.col("_n"))).select("group", "time")
 
 
-def group_status_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
-    """Burrow's group status at (at most 400 of) each group's commit instants and the instants between
-    them up to its logs' end (:func:`group_instants`), computed once per parameters."""
-    intervals = int(params.get("burrow_intervals") or burrow_rules.DEFAULT_INTERVALS)
-    refresh = int(params.get("burrow_refresh_s") or burrow_rules.DEFAULT_REFRESH_S)
+def _burrow_params(params: Mapping[str, Any]) -> tuple[int, int]:
+    return (int(params.get("burrow_intervals") or burrow_rules.DEFAULT_INTERVALS),
+            int(params.get("burrow_refresh_s") or burrow_rules.DEFAULT_REFRESH_S))
+
+
+def partition_status_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
+    """Burrow's partition status (:data:`BURROW_SCHEMA`) at (at most 400 of) each group's commit
+    instants and the instants between them up to its logs' end (:func:`group_instants`), every
+    partition of the group at each, computed once per parameters."""
+    intervals, refresh = _burrow_params(params)
     lags = lags_for(tables)
 
     def compute() -> DataFrame:
         growth = growth_for(tables)
         instants = group_instants(lags, growth=growth, removed=removed_for(tables), every_s=refresh)
-        status = burrow_status(lags, growth, instants=instants, intervals=intervals, refresh_s=refresh)
-        return burrow_group_status(status)
+        return burrow_status(lags, growth, instants=instants, intervals=intervals, refresh_s=refresh)
 
-    return tables.derive(f"consumer_lag.burrow_groups:{intervals}:{refresh}", compute)
+    return tables.derive(f"consumer_lag.burrow_partitions:{intervals}:{refresh}", compute)
+
+
+def group_status_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
+    """Burrow's group status (:func:`burrow_group_status`) at the instants of :func:`partition_status_for`,
+    computed once per parameters."""
+    intervals, refresh = _burrow_params(params)
+    return tables.derive(f"consumer_lag.burrow_groups:{intervals}:{refresh}",
+                         lambda: burrow_group_status(partition_status_for(tables, params)))
+
+
+#: Columns of :func:`status_runs`.
+RUN_COLUMNS = ("group", "topic", "partition", "status", "start", "end", "evaluations", "max_lag")
+
+
+def status_runs(status: DataFrame) -> DataFrame:
+    """Each partition's Burrow status as runs: consecutive evaluations with one status, one row each.
+
+    ``start`` is the run's first evaluation, ``end`` the next run's first (the partition's last
+    evaluation for its last run): Burrow said ``status`` from ``start`` until ``end``. Also
+    ``evaluations`` (how many) and ``max_lag`` (the largest lag among them). Evaluations before
+    the partition's first commit (no status) are left out. Returns :data:`RUN_COLUMNS` rows.
+    """
+    require_columns(status, ("group", "topic", "partition", "time", "status", "current_lag"), "status_runs")
+    key = ("group", "topic", "partition")
+    order = Window.partitionBy(*key).orderBy("time")
+    rated = status.where(F.col("status").isNotNull())
+    runs = (rated.withColumn("_new", (F.lag("status").over(order).isNull()
+                                      | (F.lag("status").over(order) != F.col("status"))).cast("int"))
+            .withColumn("_run", F.sum("_new").over(order.rowsBetween(Window.unboundedPreceding, 0)))
+            .groupBy(*key, "_run", "status").agg(
+                F.min("time").alias("start"), F.max("time").alias("_last"),
+                F.count("*").cast("long").alias("evaluations"), F.max("current_lag").alias("max_lag")))
+    nxt = Window.partitionBy(*key).orderBy("_run")
+    return runs.withColumn("end", F.coalesce(F.lead("start").over(nxt), F.col("_last"))).select(*RUN_COLUMNS)
