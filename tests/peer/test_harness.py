@@ -91,7 +91,7 @@ def test_unpinned_version_is_refused() -> None:
 
 def test_default_sets_and_hashes() -> None:
     assert DEFAULT_SETS["4.3.1"] == (*PINNED_SCENARIOS, "demo") and SCENARIOS[0] == "isr"
-    assert set(SCENARIOS) == {*PINNED_SCENARIOS, "idle", "demo", "hostile", "unclean", "unclean_return"}
+    assert set(SCENARIOS) == {*PINNED_SCENARIOS, "idle", "demo", "hostile", "unclean", "unclean_return", "healthy"}
     assert not any("hostile" in names for names in (*DEFAULT_SETS.values(), *ERA_SETS.values()))
     assert set(DEFAULT_SETS["3.9.2"]) <= set(SCENARIOS)
     # the idle scenario runs only on the era releases, which are not pinned
