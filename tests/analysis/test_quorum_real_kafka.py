@@ -146,6 +146,9 @@ def test_leader_timeline_agrees_with_every_status_capture(analysed):
         assert len(epoch) == 1, (row.leader_epoch, timeline)
         assert int(epoch.leader.iloc[0]) == int(row.leader_id)
         assert ms(epoch.start.iloc[0]) <= ms(row.captured)
+        # the voters each epoch's LeaderChange record names are the tool's CurrentVoters (a static
+        # quorum: the set never changes, and every epoch must say so)
+        assert sorted(epoch.voters.iloc[0]) == sorted(row.voters), (row.leader_epoch, row.voters)
 
 
 def test_every_pause_is_an_episode_of_the_paused_node(analysed):
