@@ -135,16 +135,23 @@ if quorum_data:
 #
 # Kafka's own `commit-latency-avg/max` (from the leader's append until the high watermark passes it;
 # only a leader records it, so a node that has not led lately reports NaN, drawn as a gap) and
-# `election-latency-avg/max` per node, as the bundle's JmxTool or Prometheus exports sampled them: the
-# metadata log holds no latencies.
+# `election-latency-avg/max` per node, as the bundle's JmxTool or Prometheus exports sampled them. The
+# metadata log holds no latencies; beside the election latency, each new epoch's leaderless time from
+# the log (from the old leader's last append to the new epoch's start: the time to notice the leader
+# gone and to elect, so never less than Kafka's election latency) is marked ×. The commit latency has
+# no counterpart in the log (it holds no high-watermark times).
 
 # %%
 if quorum_data:
     latencies_pd = quorum_result.latencies.toPandas()
-    if latencies_pd.empty:
-        display(HTML("<p>The bundle exported no raft-metrics: commit and election latency are unknown.</p>"))
+    timeline_pd = quorum_result.timeline.toPandas()
+    if latencies_pd.empty and timeline_pd["leaderless_ms"].isna().all():
+        display(HTML("<p>The bundle exported no raft-metrics and its log shows no election: commit and election "
+                     "latency are unknown.</p>"))
     else:
-        quorum_view.figure_raft_latencies(latencies_pd, start=start, end=end).show()
+        if latencies_pd.empty:
+            display(HTML("<p>The bundle exported no raft-metrics: only the log's leaderless times are drawn.</p>"))
+        quorum_view.figure_raft_latencies(latencies_pd, timeline=timeline_pd, start=start, end=end).show()
 
 # %% [markdown]
 # ## Metadata batch sizes

@@ -297,6 +297,29 @@ def test_batch_size_traces_are_the_frames_windows_one_per_source(quorum_frames) 
     assert first[3] == str(int(row["batches"]))
 
 
+def test_the_logs_leaderless_time_is_drawn_beside_the_election_latency() -> None:
+    """Each epoch's leaderless time from the timeline is a marker on the election panel at the
+    epoch's start; the first epoch (no previous one) has none, and a window keeps those inside it."""
+    lat = pd.DataFrame({"node_id": [1, 1], "source": "jmxtool",
+                        "time": pd.to_datetime([DAY + "03:12:00", DAY + "03:12:05"]),
+                        "commit_latency_avg_ms": [4.0, 5.0], "commit_latency_max_ms": [9.0, 9.0],
+                        "election_latency_avg_ms": [float("nan"), 60.0],
+                        "election_latency_max_ms": [float("nan"), 80.0]})
+    timeline = pd.DataFrame({"epoch": [1, 2, 3], "leader": [1, 2, 1],
+                             "start": pd.to_datetime([DAY + "03:10:00", DAY + "03:12:03", DAY + "03:14:00"]),
+                             "leaderless_ms": [None, 2100.0, 300.0]})
+    fig = figure_raft_latencies(lat, timeline=timeline)
+    (log,) = [t for t in fig.data if t.name == "log · leaderless time"]
+    assert (log.yaxis, list(log.x), list(log.y)) == ("y2", [DAY + "03:12:03.000", DAY + "03:14:00.000"],
+                                                      [2100.0, 300.0])
+    assert [list(c) for c in log.customdata] == [[2, 2], [3, 1]]
+    inside = figure_raft_latencies(lat, timeline=timeline, start=DAY + "03:11:00", end=DAY + "03:13:00")
+    assert [list(t.y) for t in inside.data if t.name == "log · leaderless time"] == [[2100.0]]
+    # no raft-metrics at all: the log's leaderless times are still drawn
+    alone = figure_raft_latencies(lat.iloc[0:0], timeline=timeline)
+    assert [t.name for t in alone.data] == ["log · leaderless time"]
+
+
 def test_batch_sizes_put_the_log_first_and_each_broker_beside_it() -> None:
     """A broker's report is named by node and format and drawn after the log's line; a window
     without a batch has no average (a gap)."""

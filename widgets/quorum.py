@@ -256,17 +256,23 @@ def _per_node_samples(samples: pd.DataFrame, start: TimeLike, end: TimeLike) -> 
     return frame, lo, hi, color
 
 
-def figure_raft_latencies(latencies: pd.DataFrame, *, start: TimeLike = None, end: TimeLike = None) -> go.Figure:
-    """Kafka's own commit latency (top) and election latency (bottom) per node, as scraped.
+def figure_raft_latencies(latencies: pd.DataFrame, *, timeline: pd.DataFrame | None = None, start: TimeLike = None,
+                          end: TimeLike = None) -> go.Figure:
+    """Kafka's own commit latency (top) and election latency (bottom) per node, as scraped, and the
+    log's leaderless time at each new epoch beside the election latency.
 
-    The metadata log holds no latencies: these are the ``raft-metrics`` gauges the nodes exported.
-    A NaN is drawn as a gap (Kafka reports NaN, e.g. a follower's commit latency); a series
-    without any value is left out.
+    The metadata log holds no latencies: the lines are the ``raft-metrics`` gauges the nodes
+    exported. A NaN is drawn as a gap (Kafka reports NaN, e.g. a follower's commit latency); a
+    series without any value is left out. With ``timeline``, each epoch's ``leaderless_ms`` (from
+    the previous epoch's last append to its start: detection and election, so at least Kafka's
+    election latency) is a marker at the epoch's start, named ``log · leaderless time``.
 
     Parameters
     ----------
     latencies : pandas.DataFrame
         ``raft_latencies(...).toPandas()`` (:data:`LATENCY_COLUMNS`).
+    timeline : pandas.DataFrame, optional
+        ``leader_timeline(...).toPandas()`` (``epoch, leader, start, leaderless_ms``).
     start, end : str, datetime or Timestamp, optional
         Time window (UTC when naive): sets the x range and keeps, per node and source, the rows
         inside it plus the one before and the one after it.
@@ -290,7 +296,8 @@ def figure_raft_latencies(latencies: pd.DataFrame, *, start: TimeLike = None, en
     require_columns(latencies, LATENCY_COLUMNS, "raft latencies frame")
     title = "Commit and election latency per node (Kafka's raft-metrics)"
     frame, lo, hi, color = _per_node_samples(latencies, start, end)
-    if frame.empty:
+    gaps = _leaderless(timeline, lo, hi)
+    if frame.empty and gaps.empty:
         return empty_figure(title, "The bundle exported no raft-metrics for this window (commit and election "
                                    "latency are Kafka's own gauges; the metadata log holds none).")
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
@@ -308,6 +315,13 @@ def figure_raft_latencies(latencies: pd.DataFrame, *, start: TimeLike = None, en
                     mode="lines+markers", customdata=custom, hovertemplate=_LATENCY_HOVER,
                     line={"color": color[int(node)], "dash": "solid" if label.endswith("max") else "dot"},
                     marker={"size": 5, "symbol": _SOURCE_SYMBOLS.get(str(source), "circle")}), row=row, col=1)
+    if not gaps.empty:
+        fig.add_trace(go.Scatter(
+            name="log · leaderless time", x=[format_time(t) for t in gaps["start"]], y=_y(gaps["leaderless_ms"]),
+            mode="markers", marker={"size": 10, "symbol": "x", "color": "#222"},
+            customdata=[[int(e), int(ld)] for e, ld in zip(gaps["epoch"], gaps["leader"], strict=True)],
+            hovertemplate="<b>epoch %{customdata[0]}</b> (leader %{customdata[1]})<br>%{x}<br>"
+                          "no writing leader for %{y:.0f} ms<extra></extra>"), row=2, col=1)
     if not fig.data:
         return empty_figure(title, "Kafka reported no commit or election latency (NaN or absent on every node "
                                    "and sample of the window).")
@@ -316,7 +330,23 @@ def figure_raft_latencies(latencies: pd.DataFrame, *, start: TimeLike = None, en
     fig.update_xaxes(type="date")
     fig.update_xaxes(title_text="time (UTC)", row=2, col=1)
     fig.update_yaxes(rangemode="tozero")
-    return _framed(fig, lo, hi, frame["time"].min(), frame["time"].max())
+    times = pd.concat([frame["time"], gaps["start"]])
+    return _framed(fig, lo, hi, times.min(), times.max())
+
+
+def _leaderless(timeline: pd.DataFrame | None, lo: pd.Timestamp | None, hi: pd.Timestamp | None) -> pd.DataFrame:
+    """The timeline's epochs with a leaderless time whose start is in the window, in epoch order."""
+    if timeline is None or timeline.empty:
+        return pd.DataFrame({"epoch": [], "leader": [], "start": pd.Series(dtype="datetime64[ns]"),
+                             "leaderless_ms": []})
+    require_columns(timeline, ("epoch", "leader", "start", "leaderless_ms"), "leader timeline frame")
+    gaps = timeline[timeline["leaderless_ms"].notna() & timeline["start"].notna()].copy()
+    gaps["start"] = utc_naive(gaps["start"])
+    if lo is not None:
+        gaps = gaps[gaps["start"] >= lo]
+    if hi is not None:
+        gaps = gaps[gaps["start"] <= hi]
+    return gaps.sort_values("epoch")[["epoch", "leader", "start", "leaderless_ms"]]
 
 
 #: Columns :func:`figure_apply_lag` reads (``apply_lag(...).toPandas()``).

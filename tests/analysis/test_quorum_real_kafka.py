@@ -54,6 +54,7 @@ def analysed(request, spark, kafka_bundle):
         "status": tables.tool_quorum_status.toPandas(),
         "replication": tables.tool_quorum_replication.toPandas(),
         "findings": quorum.findings_for(tables).toPandas(),
+        "latencies": result.latencies.toPandas(),
     }
     manifest = json.loads((path / "manifest.json").read_text())
     return tables, result, frames, manifest
@@ -135,6 +136,29 @@ def test_the_leader_pause_is_a_stall_and_another_controller_leads_the_next_epoch
     # Kafka's own word: the quorum tool's status captured after the pause names the new leader and epoch
     after = status[(status.captured.map(ms) > ms(stall.end)) & (status.leader_epoch == stall.epoch_after)]
     assert not after.empty and set(after.leader_id) == {stall.leader_after}, after
+
+
+#: Kafka's ``controller.quorum.fetch.timeout.ms`` default: a follower stands for election only after
+#: hearing nothing from the leader for this long.
+FETCH_TIMEOUT_MS = 2000
+
+
+def test_the_leaderless_time_of_the_election_after_the_leader_pause_holds_kafkas_election_latency(analysed):
+    """The epoch elected while the leader was frozen: the log had no writing leader from the old
+    leader's last append to the new epoch's start, at least the fetch timeout (no follower stands
+    before it) and less than the pause; Kafka's own ``election-latency-max``, reported by the new
+    leader in the next 30 s, is the part of it spent electing, so no longer."""
+    _tables, _result, frames, manifest = analysed
+    (_leader, _role, paused, resumed), = [p for p in pauses(manifest) if p[1] == "leader controller"]
+    timeline = frames["timeline"]
+    elected = timeline[(timeline.start.map(ms) > paused) & (timeline.start.map(ms) < resumed)]
+    assert len(elected) == 1, timeline
+    epoch = elected.iloc[0]
+    assert FETCH_TIMEOUT_MS - CLOCK_MS <= epoch.leaderless_ms < resumed - paused + PAUSE_TOLERANCE_MS, epoch
+    lat = frames["latencies"]
+    reported = lat[(lat.node_id == epoch.leader) & (lat.time.map(ms) > ms(epoch.start))
+                   & (lat.time.map(ms) <= ms(epoch.start) + 30_000)].election_latency_max_ms.dropna()
+    assert not reported.empty and reported.max() <= epoch.leaderless_ms + CLOCK_MS, (reported.max(), epoch)
 
 
 def test_leader_timeline_agrees_with_every_status_capture(analysed):

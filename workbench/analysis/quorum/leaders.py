@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 #: Columns of :func:`leader_timeline`.
 TIMELINE_COLUMNS = ("epoch", "leader", "start", "end", "last_append", "first_offset", "last_offset", "batches",
-                    "records", "voters", "granting_voters", "skipped_epochs", "sources", "quorum_state_nodes")
+                    "records", "voters", "granting_voters", "skipped_epochs", "sources", "quorum_state_nodes",
+                    "leaderless_ms")
 
 
 def _control_records(metadata: DataFrame, kind: str, file_kinds: tuple[str, ...] = ("segment",)) -> DataFrame:
@@ -73,7 +74,11 @@ def leader_timeline(metadata: DataFrame, appends: DataFrame, quorum: DataFrame |
         LeaderChange record), ``skipped_epochs`` (epoch numbers since the previous row that
         elected nobody who appended: failed or disrupted elections), ``sources`` (any of
         ``leader_change``, ``batches``, ``quorum_state``, ``describe_status``),
-        ``quorum_state_nodes`` (nodes whose ``quorum-state`` ends in this epoch).
+        ``quorum_state_nodes`` (nodes whose ``quorum-state`` ends in this epoch), ``leaderless_ms``
+        (from the previous epoch's last append to this epoch's start: how long the log had no
+        writing leader around the election, the time to notice the old leader gone included; the
+        log holds no vote times, so this bounds Kafka's ``election-latency`` from above; null for
+        the first epoch or where either time is unknown).
 
     Examples
     --------
@@ -125,6 +130,9 @@ def leader_timeline(metadata: DataFrame, appends: DataFrame, quorum: DataFrame |
            .withColumn("end", F.lead("start").over(order))
            .withColumn("skipped_epochs",
                        F.coalesce(F.col("epoch") - F.lag("epoch").over(order) - 1, F.lit(0)).cast("int"))
+           .withColumn("_gap", (F.unix_micros("start") - F.unix_micros(F.lag("last_append").over(order)))
+                       / F.lit(1000.0))
+           .withColumn("leaderless_ms", F.when(F.col("_gap").isNotNull(), F.greatest(F.lit(0.0), F.col("_gap"))))
            .withColumn("batches", F.coalesce("batches", F.lit(0)).cast("long"))
            .withColumn("records", F.coalesce("records", F.lit(0)).cast("long")))
     return out.select(F.col("epoch").cast("int"), *TIMELINE_COLUMNS[1:]).orderBy("epoch")
