@@ -60,6 +60,22 @@ def test_classifies_every_file(tmp_path):
     assert bundle.node_ids == [-1, 3]
 
 
+def test_a_bundle_folder_named_like_a_partition_past_int32_is_no_partition(tmp_path):
+    """A bundle folder with a hash suffix (``restarts-5991282310``, as the scenario cache names them)
+    holds a file at its root: the folder's name is no partition directory (partition ids are int32),
+    while a real partition directory opened as the bundle still is one."""
+    root = tmp_path / "restarts-5991282310"
+    make_tree(root)
+    (root / ".complete").write_text("done\n")
+    marker = next(a for a in open_bundle(root).artifacts if a.path == ".complete")
+    assert (marker.kind, marker.topic, marker.partition) == ("other", None, None)
+    part = tmp_path / "orders-2147483647"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(b"")
+    (seg,) = open_bundle(part).artifacts
+    assert (seg.kind, seg.topic, seg.partition) == ("segment", "orders", 2**31 - 1)
+
+
 def tar_of(src: Path, archive: Path, arcname: str) -> Path:
     """``src`` archived as ``arcname`` in a new ``.tar.gz``."""
     with tarfile.open(archive, "w:gz") as tf:

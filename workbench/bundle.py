@@ -33,6 +33,8 @@ _OFFSET_FILE_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot
 _PARTITION_DIR_RE = re.compile(
     r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<uuid>[0-9a-f]{32})-(?P<state>delete|future|stray))?$"
 )
+#: Kafka's partition ids are 32-bit signed integers.
+_MAX_PARTITION = 2**31 - 1
 _TEXT_CHECKPOINTS = {
     "replication-offset-checkpoint",
     "recovery-point-offset-checkpoint",
@@ -750,6 +752,8 @@ def _classify(root: Path, file: Path, cache: dict[Path, int], metas: dict[Path, 
     state: str | None = None
     kind = "other"
     pm = _PARTITION_DIR_RE.match(file.parent.name)
+    if pm is not None and int(pm.group("partition")) > _MAX_PARTITION:
+        pm = None   # a partition id is an int32: "run-5991282310" (a hash-named bundle folder) is no partition
     in_dumps = rel.parts and rel.parts[0] == "dumps"
     if in_dumps or (name.endswith(".txt") and "dump" in name):
         kind = "dump_text"
