@@ -430,6 +430,13 @@ def test_kafkas_metadata_batch_sizes_are_the_logs_batches_each_broker_had_applie
                .dropna())
     assert set(samples.node_id) == {4, 5}
     frozen = [(node, paused, resumed) for node, _role, paused, resumed in pauses(manifest)]
+    # the last batches an old leader appended before an election (a frozen leader; before Kafka 4.0 a
+    # resumed controller forces one, having no pre-vote) are committed, and loaded, only once the new
+    # leader commits: from two sample intervals before the old epoch's last append to the new start
+    epochs = frames["timeline"].sort_values("epoch")
+    elections = [(ms(last) - 2 * SAMPLE_MS, ms(start)) for last, start in
+                 zip(epochs.last_append.iloc[:-1], epochs.start.iloc[1:], strict=True)
+                 if pd.notna(last) and pd.notna(start)]
     judged = 0
     for row in samples.itertuples(index=False):
         count, t = int(getattr(row, f"{stem}_count")), ms(row.timestamp)
@@ -437,7 +444,8 @@ def test_kafkas_metadata_batch_sizes_are_the_logs_batches_each_broker_had_applie
         assert 0 < count <= len(prefix) and prefix[count - 1] == total, (row, prefix[count - 1 : count + 1])
         assert times[count - 1] <= t + CLOCK_MS, (row, appends.iloc[count - 1])
         if count < len(times) and not any(node == row.node_id and paused - SAMPLE_MS <= t <= resumed + 2 * SAMPLE_MS
-                                          for node, paused, resumed in frozen):
+                                          for node, paused, resumed in frozen) \
+                and not any(lo <= times[count] <= hi for lo, hi in elections):
             assert times[count] > t - SAMPLE_MS, (row, appends.iloc[count])
             judged += 1
     assert judged >= 80, judged
