@@ -32,7 +32,8 @@ def test_a_report_shows_each_report_figure_in_order_and_no_widget(shown: dict[st
     assert [f.layout.title.text for f in shown["figures"]] == [
         "ConsumerFetchLagBytes (commits per bucket)", "ConsumerFetchLagTimeInMs (commits per bucket)",
         "Page cache: share of reads within N bytes of the log tail", "Lag at each commit (bytes behind)",
-        "Burrow's group status over time (OK, WARN, ERR)"]
+        "Burrow's group status over time (OK, WARN, ERR)",
+        "Burrow's partition status over time (OK, WARN, STOP, STALL, REWIND)"]
 
 
 def test_interactively_the_view_itself_is_displayed_and_no_figure_shown(shown: dict[str, list]) -> None:
