@@ -47,6 +47,9 @@ LAG_TOPICS = ("lag-none", "lag-gzip", "lag-snappy", "lag-lz4", "lag-zstd", "lag-
 TXN_TOPIC = "txn-orders"
 #: Every group of the scenario.
 GROUPS = ("caught-up", "slow", "stopped", "behind-retention", "txn-app", "assigned")
+#: How long before a capture a producer may have stamped a batch the leader had not appended when
+#: the tool read the log end (a transactional batch waits for ``AddPartitionsToTxn``).
+APPEND_SLACK_MS = 5000
 
 
 @pytest.fixture(scope="module", params=built_on("consumer_lag"))
@@ -130,7 +133,36 @@ def test_records_lag_equals_kafka_consumer_groups_at_every_capture(bundle):
     # not vacuous: several captures, every group (on a loaded machine the groups joined 16-19 s after
     # they started, so the first captures may show none of them)
     assert want.path.nunique() >= 5 and want.group.nunique() >= 4
+    mine = _with_unappended_batches_allowed(tables, path, manifest, mine, want)
     pd.testing.assert_frame_equal(mine, want, check_dtype=False)
+
+
+def _with_unappended_batches_allowed(tables, path, manifest, mine, want):
+    """``mine`` with the log end (and lag) the tool printed where the difference is one Kafka allows.
+
+    The computed log end at a capture counts every batch stamped before it, but a producer stamps a
+    data batch when it creates its records and the leader appends it later (a transactional batch
+    after ``AddPartitionsToTxn``; a loaded CI build: 1.5 s). Kafka's answer may therefore be a
+    log end the partition really had just before: a batch boundary the computed growth passed
+    before the tool answered, followed only by data batches stamped at most :data:`APPEND_SLACK_MS`
+    before the tool's request and no control batch (a marker is stamped by the leader as it is
+    appended, so the log held it by its stamp). Any other difference stays a failure."""
+    from tests.kafka_bundles import answered_by
+
+    growth = cl.growth_for(tables).select("topic", "partition", "end_offset", "reached", "is_control").toPandas()
+    done = answered_by(path, manifest)
+    asked = {Path(e["file"]).name: pd.Timestamp(e["t_ms"], unit="ms") for e in manifest["tools"]}
+    mine = mine.copy()
+    for i in mine.index[(mine.log_end_offset != want.log_end_offset) & (mine.current_offset == want.current_offset)]:
+        row, kafka = mine.loc[i], want.loc[i]
+        name = Path(row.path).name
+        part = growth[(growth.topic == row.topic) & (growth.partition == row.partition)].sort_values("end_offset")
+        held = part[part.end_offset == kafka.log_end_offset]
+        after = part[(part.end_offset > kafka.log_end_offset) & (part.end_offset <= row.log_end_offset)]
+        if (len(held) and held.reached.min() <= done[name] and len(after) and not after.is_control.any()
+                and after.reached.min() >= asked[name] - pd.Timedelta(milliseconds=APPEND_SLACK_MS)):
+            mine.loc[i, ["log_end_offset", "lag"]] = [kafka.log_end_offset, kafka.lag]
+    return mine
 
 
 def test_an_assign_mode_committer_is_judged_as_kafka_lists_it(bundle):
