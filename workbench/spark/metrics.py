@@ -26,7 +26,8 @@ rule: :mod:`workbench.formats.jmx`): a JmxTool column
 ``kafka_server_replicamanager_underminisrpartitioncount`` both have ``name =
 'kafka_server_replicamanager_underminisrpartitioncount'``; ``raft-metrics``'
 ``commit-latency-avg`` is ``kafka_server_raft_metrics_commit_latency_avg``. A Prometheus
-sample's name is lower-cased (exporters without ``lowercaseOutputName`` then match too).
+sample's name is lower-cased (exporters without ``lowercaseOutputName`` then match too), and a
+counter's ``_count_total`` is ``_count`` (the exporter's ``_total`` on a histogram's ``Count``).
 ``labels`` are alike in both: for JmxTool the MBean's key properties other than ``type`` and
 ``name`` (``topic``, ``partition``, ``clientId``, ``target``...) and ``quantile`` for percentile
 attributes; for Prometheus the sample's labels (``__name__`` removed; a Prometheus server's
@@ -165,9 +166,22 @@ class MetricsReader(ArtifactReader):
         samples = (read_prometheus_text(text, partition.path, log, default_ms=captured) if kind == "text"
                    else read_prometheus_json(text, partition.path, log))
         for s in samples:
-            yield {**base, "name": s.name.lower(), "metric": s.name, "mbean": None, "attribute": None,
+            yield {**base, "name": _counter_name(s.name.lower()), "metric": s.name, "mbean": None, "attribute": None,
                    "labels": list(s.labels.items()), "timestamp": _ms(s.timestamp_ms), "value": s.value,
                    "line": s.line}
+
+
+def _counter_name(name: str) -> str:
+    """A scraped name as JmxTool's sample of the same value is named: the JMX exporter (1.x) appends
+    ``_total`` to a counter, so a ``Count`` attribute its rules name ``<x>_count`` (a Yammer
+    histogram's or timer's count) is scraped as ``<x>_count_total``.
+
+    >>> _counter_name("kafka_server_brokermetadatalistener_metadatabatchsizes_count_total")
+    'kafka_server_brokermetadatalistener_metadatabatchsizes_count'
+    >>> _counter_name("kafka_server_brokertopicmetrics_bytesin_total")
+    'kafka_server_brokertopicmetrics_bytesin_total'
+    """
+    return name[: -len("_total")] if name.endswith("_count_total") else name
 
 
 class MetricsSource(ArtifactSource):
