@@ -271,6 +271,20 @@ def test_failed_notebook_raises_and_keeps_the_executed_notebook(tmp_path: Path) 
     assert "NOTICE OF THE KERNEL PROCESS" in log.read_text(encoding="utf-8")
 
 
+def test_a_timed_out_notebook_is_kept_with_what_its_cells_printed(tmp_path: Path) -> None:
+    # the executed notebook is written once, as the run ends: a cell killed by the timeout ends it too
+    nb = small_notebook(tmp_path / "slow.ipynb", "print('THE FIRST CELL RAN')", "import time\ntime.sleep(120)")
+    out = tmp_path / "r.html"
+
+    with pytest.raises(ReportError, match="could not be run") as caught:
+        build_report(tmp_path, out, notebook=str(nb), timeout=5)
+
+    executed = nbformat.read(str(caught.value.executed_notebook), as_version=4)
+    printed = [o.get("text", "") for o in executed.cells[2].outputs]  # after the injected parameters cell
+    assert printed == ["THE FIRST CELL RAN\n"]
+    assert "Timeout" in str(caught.value) and not out.exists()
+
+
 @pytest.mark.kernel
 def test_small_report_hides_code_and_parameters_and_embeds_plotly(tmp_path: Path) -> None:
     nb = small_notebook(

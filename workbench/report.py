@@ -298,8 +298,10 @@ def _execute(notebook: Path, executed: Path, parameters: dict[str, Any], kernel_
     from papermill.exceptions import PapermillExecutionError
 
     # a kept kernel runs the notebook through papermill too (same parameter cell, same error
-    # handling), with an engine that reuses the kernel instead of starting one
-    engine = {"kernel_manager_class": _kernel_manager_class()} if kernel is None else kernel._engine_arguments()
+    # handling), with an engine that reuses the kernel instead of starting one; either writes the
+    # executed notebook once, at the end
+    engine = kernel._engine_arguments() if kernel is not None else {
+        "kernel_manager_class": _kernel_manager_class(), "engine_name": _register(_SAVING_ENGINE, _end_saving_engine)}
     log = (engine["kernel_manager_class"] if kernel is None else kernel.km).stderr_log
     said = f"; the kernel's messages are in {log}"
     try:
@@ -764,10 +766,8 @@ class ReportKernel:
         """papermill's engine and its arguments for a run in this kernel (a kernel manager made if
         none is alive; the engine starts its kernel)."""
         from jupyter_core.utils import run_sync
-        from papermill.engines import papermill_engines
 
-        if _ENGINE not in papermill_engines._engines:
-            papermill_engines.register(_ENGINE, _kept_kernel_engine())
+        _register(_ENGINE, _kept_kernel_engine)
         if self.km is not None and not run_sync(self.km.is_alive)():
             self.discard()  # died between two reports
         if self.km is None:
@@ -828,12 +828,61 @@ def _kernel_manager_class(log: Path | None = None) -> type:
     return QuietKernelManager
 
 
+_SAVING_ENGINE = "workbench-end-saving"
+
+
+def _register(name: str, make: Callable[[], type]) -> str:
+    """Register papermill engine ``name`` (made by ``make``) once per process; returns the name."""
+    from papermill.engines import papermill_engines
+
+    if name not in papermill_engines._engines:
+        papermill_engines.register(name, make())
+    return name
+
+
+def _end_saving_engine() -> type:
+    """papermill's nbclient engine, writing the executed notebook once, when the run ends.
+
+    papermill writes the whole executed notebook (nbformat-validated) as each cell starts and as it
+    ends: a report's notebook of about a hundred cells, with figures, grows to megabytes, and those
+    writes cost seconds of a small bundle's report. The run's end (success, error, timeout or a dead
+    kernel alike: papermill's ``notebook_complete`` runs in a ``finally``) still writes it.
+    """
+    from papermill.engines import NBClientEngine, NotebookExecutionManager
+
+    class EndSavingManager(NotebookExecutionManager):
+        final = False
+
+        def save(self, **kwargs: Any) -> None:
+            if self.final:
+                super().save(**kwargs)
+
+        def notebook_complete(self, **kwargs: Any) -> None:
+            self.final = True
+            super().notebook_complete(**kwargs)
+
+    class EndSavingEngine(NBClientEngine):
+        @classmethod
+        def execute_notebook(cls, nb: Any, kernel_name: str, output_path: str | None = None, progress_bar: bool = True,
+                             log_output: bool = False, autosave_cell_every: int = 30, **kwargs: Any) -> Any:
+            nb_man = EndSavingManager(nb, output_path=output_path, progress_bar=progress_bar, log_output=log_output,
+                                      autosave_cell_every=autosave_cell_every)
+            nb_man.notebook_start()
+            try:
+                cls.execute_managed_notebook(nb_man, kernel_name, log_output=log_output, **kwargs)
+            finally:
+                nb_man.cleanup_pbar()
+                nb_man.notebook_complete()
+            return nb_man.nb
+
+    return EndSavingEngine
+
+
 def _kept_kernel_engine() -> type:
     from papermill.clientwrap import PapermillNotebookClient
-    from papermill.engines import NBClientEngine
     from papermill.log import logger
 
-    class KeptKernelEngine(NBClientEngine):
+    class KeptKernelEngine(_end_saving_engine()):
         """papermill's nbclient engine, running in a :class:`ReportKernel`'s kernel (started on first use, kept)."""
 
         @classmethod
