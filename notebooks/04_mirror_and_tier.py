@@ -79,7 +79,11 @@ if mirror_data:
 # while records move. So this backlog may exceed KIP-971's figure by what MirrorMaker 2 replicated
 # since its last commit (how long before each point of the timeline that was: the `connect_age_s`
 # column of the `mirror.lag_timeline` table; `progress_end`, the larger of the committed and the
-# offset-synced positions, is the tighter bound).
+# offset-synced positions, is the tighter bound). Triangles: the least KIP-971's figure can have been,
+# from MirrorMaker 2's next commit (every record acknowledged before it), so the task's in-memory lag
+# lay between the triangle and the line. KIP-971's cache drops a partition 20 s after its last
+# replicated record: the proposed metric goes silent for an idle partition, and for one whose task
+# stalled, just when its backlog grows (`kip971_reported` in the same table).
 
 # %%
 if mirror_data:

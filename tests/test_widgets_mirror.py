@@ -123,3 +123,16 @@ def test_the_report_figures_are_the_backlog_and_its_age_over_the_shared_window()
              figure_backlog(windows_frame(), episodes_frame(), measure="age", start=start, end=end, metrics=metrics)]
     assert [json.loads(f.to_json()) for f in view.report_figures()] == [json.loads(f.to_json()) for f in drawn]
     assert [tr.name for tr in drawn[1].data][-1] == "orders-0 record-age-ms (reported)"
+
+
+def test_the_lowest_in_memory_lag_is_drawn_where_the_bundle_bounds_it():
+    w = pd.DataFrame({"source_alias": ["A"] * 2, "target_alias": ["B"] * 2, "topic": ["t"] * 2, "partition": [0] * 2,
+                      "window_start": pd.to_datetime(["2026-01-01 03:00:00", "2026-01-01 03:00:15"]),
+                      "window_end": pd.to_datetime(["2026-01-01 03:00:15", "2026-01-01 03:00:30"]),
+                      "lag_records": [5, 0], "lag_records_min": [0, 0], "lag_records_max": [9, 5],
+                      "lag_records_avg": [3.0, 1.0], "lag_records_low": [2, None]})
+    fig = figure_backlog(w)
+    assert [t.name for t in fig.data] == ["t-0 min", "t-0 max", "t-0", "t-0 avg", "t-0 in memory, at least"]
+    assert list(fig.data[-1].y) == [2, None]
+    assert [t.name for t in figure_backlog(w.assign(lag_records_low=None)).data] == [
+        "t-0 min", "t-0 max", "t-0", "t-0 avg"]

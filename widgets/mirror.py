@@ -79,8 +79,9 @@ def figure_backlog(
         ``partial``) over its partition's time span.
     measure : {"records", "bytes", "age"}
         Records (KIP-971's replication-record-lag: value at each window's end, a shaded band from
-        min to max within the window and the time-weighted avg dotted), bytes or age (value and
-        max per window).
+        min to max within the window, the time-weighted avg dotted, and triangles at the lowest the
+        task's in-memory figure can have been, ``lag_records_low``, where the bundle bounds it),
+        bytes or age (value and max per window).
     partitions : iterable of str or str, optional
         ``topic-partition`` labels to show (a string is a comma-separated list). ``None``: all.
     start, end : str, datetime or Timestamp, optional
@@ -94,7 +95,8 @@ def figure_backlog(
     plotly.graph_objects.Figure
         Per partition, in label order: a ``<p>`` line trace (value at window end, ``hv`` steps at
         the window starts), a ``<p> max`` trace (records: ``<p> min`` too, filled between), a
-        ``<p> avg`` trace (records); then one marker trace per reported metric and partition; one
+        ``<p> avg`` trace (records) and a ``<p> in memory, at least`` trace (records, where known);
+        then one marker trace per reported metric and partition; one
         ``layout.shapes`` rectangle per episode.
 
     Examples
@@ -156,6 +158,13 @@ def figure_backlog(
                                      line={"shape": "hv", "width": 1, "dash": "dash", "color": color[label]},
                                      legendgroup=label, showlegend=False,
                                      hovertemplate=label + "<br>%{x}<br>avg %{y:.1f}<extra></extra>"))
+        if measure == "records" and "lag_records_low" in part.columns and part["lag_records_low"].notna().any():
+            fig.add_trace(go.Scatter(name=f"{label} in memory, at least", x=x,
+                                     y=[None if pd.isna(v) else v for v in part["lag_records_low"]], mode="markers",
+                                     marker={"symbol": "triangle-up", "size": 7, "color": color[label]},
+                                     legendgroup=label, showlegend=False,
+                                     hovertemplate=label + "<br>%{x}<br>KIP-971's in-memory lag at least %{y} "
+                                                           "(MM2's next commit)<extra></extra>"))
     if measure == "age" and metrics is not None and not metrics.empty:
         require_columns(metrics, ("topic", "partition", "metric", "time", "value"), "MirrorMaker 2 metrics frame")
         m = metrics[metrics["metric"].isin(AGE_METRICS) & metrics["partition"].notna()].copy()

@@ -119,3 +119,36 @@ def test_the_audit_takes_the_source_groups_mm2s_group_filter_takes(spark):
     followed = {(r["source_alias"], r["group"]) for r in audit.select("source_alias", "group").distinct().collect()}
     assert followed == {("A", "app"), ("A", "billing"), ("A", "bill["), ("A", "apps"),
                         ("C", "app"), ("C", "bill["), ("E", "bill[")}
+
+
+def test_kip971_bounds_and_its_cache_ttl(spark):
+    # batches ending at offsets 10, 20, 30 (in the log by 1, 5, 12 s); an offset sync at 3 s (record 4);
+    # Connect commits at 6 s (record 9), 15 s (record 24) and 30 s (record 29: all replicated)
+    growth = spark.createDataFrame(
+        [(*K, at(1), 10, 0, 100), (*K, at(5), 20, 100, 200), (*K, at(12), 30, 200, 300)],
+        "source_alias string, target_alias string, topic string, partition int, reached timestamp, "
+        "end_offset long, bytes_before long, bytes_end long")
+    observations = spark.createDataFrame(
+        [(*K, at(3), "offset_sync", 5, 4, 0), (*K, at(6), "connect_offset", 10, None, 0),
+         (*K, at(15), "connect_offset", 25, None, 1), (*K, at(30), "connect_offset", 30, None, 2)],
+        mirror.OBSERVATION_SCHEMA)
+    timeline = mirror.lag_timeline(growth, observations, window_s=60)
+    cols = "time timestamp, lro_source string, lag_records long, next_connect_end long, lag_records_low long, " \
+           "kip971_reported boolean"
+    want = spark.createDataFrame([
+        (at(0), None, None, 10, None, None),
+        (at(1), None, None, 10, None, None),
+        (at(3), "offset_sync", 5, 10, None, True),            # a sync: acknowledged just now
+        (at(5), "offset_sync", 15, 10, None, True),
+        (at(6), "connect_offset", 10, 25, 0, True),           # the next commit is past the log end
+        (at(12), "connect_offset", 20, 25, 5, True),          # in memory: between 10 and 25 replicated
+        (at(15), "connect_offset", 5, 30, 0, True),           # the sync is 12 s old
+        (at(30), "connect_offset", 0, None, None, None),      # caught up at a commit of now
+        (at(60), "connect_offset", 0, None, None, False),     # caught up 30 s ago: dropped from the cache
+    ], cols)
+    assertDataFrameEqual(timeline.select(*[c.split()[0] for c in cols.split(", ")]), want)
+    windows = mirror.lag_windows(timeline, window_s=60)
+    assertDataFrameEqual(windows.select("window_start", "lag_records", "lag_records_low", "kip971_reported"),
+                         spark.createDataFrame([(at(0), 0, None, None), (at(60), 0, None, False)],
+                                               "window_start timestamp, lag_records long, lag_records_low long, "
+                                               "kip971_reported boolean"))

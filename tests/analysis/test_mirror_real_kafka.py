@@ -223,6 +223,30 @@ def test_connect_offsets_trail_by_about_one_flush_while_mm2_replicates(mm2):
     assert judged >= 20 and longest > flush_s + CAPTURE_S, (judged, longest)
 
 
+def test_the_targets_count_lies_between_mm2s_acknowledged_and_next_committed_positions(mm2):
+    """KIP-971 reads MirrorMaker 2's in-memory position: the last record the target acknowledged. The
+    bundle holds what MM2 stored: offset syncs (each written once its record was acknowledged) and
+    Connect's commits (each holding every record acknowledged before it). Kafka's own count on the
+    target (``kafka-get-offsets`` on ``source.orders``, from the partition's first stored position on;
+    each source record is there once: the first MirrorMaker 2, stopped with SIGTERM, committed all it
+    had replicated, see the test above) lies between MM2's stored position when the tool started and its
+    next commit after the tool ended (``next_connect_end``, the bound of ``lag_records_low``)."""
+    judged = []
+    for start, end, args, text in mm2.captures("kafka-get-offsets"):
+        if args[1] == mm2.bootstrap["source"]:
+            continue
+        for (topic, partition), target_end in get_offsets(text).items():
+            s = mm2.series(topic.removeprefix("source."), partition)
+            stored = [v for v in (at(s, start, "connect_end"), at(s, start, "synced_end")) if not pd.isna(v)]
+            following = at(s, end, "next_connect_end")
+            if not stored or pd.isna(following):  # no position stored yet, or no commit after the tool
+                continue
+            assert max(stored) <= target_end <= following, (topic, partition, start, stored, target_end, following)
+            judged.append((start, topic, partition, max(stored), target_end, following))
+    assert len(judged) >= 4, judged
+    assert any(lo < n for _s, _t, _p, lo, n, _f in judged), judged   # the stored position trailed the target
+
+
 def test_outage_matches_the_manifest(mm2):
     stopping, replicating = mm2.event_ms("mm2_stopping", run=1), mm2.event_ms("mm2_replicating", run=2)
     restarted = mm2.event_ms("mm2_start", run=2)

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 #: The KIP-971 refresh interval: the default window of value/min/max/avg.
 DEFAULT_WINDOW_S = 15.0
 
+#: How long KIP-971's proposed cache keeps a partition's last replicated offset after its last update:
+#: the metric stops reporting a partition that replicated nothing for this long.
+KIP971_TTL_S = 20.0
+
 #: Key of a replicated source partition.
 KEY = ("source_alias", "target_alias", "topic", "partition")
 
@@ -27,12 +31,12 @@ OBSERVATION_SCHEMA = (
 TIMELINE_COLUMNS = (
     "source_alias", "target_alias", "topic", "partition", "time", "boundary", "log_end_offset", "log_end_bytes",
     "replicated_end", "lro_source", "connect_end", "synced_end", "progress_end", "lag_records", "lag_bytes",
-    "lag_age_s", "connect_age_s",
+    "lag_age_s", "connect_age_s", "next_connect_end", "lag_records_low", "kip971_reported",
 )
 WINDOW_COLUMNS = (
     "source_alias", "target_alias", "topic", "partition", "window_start", "window_end", "lro_source",
     "log_end_offset", "replicated_end", "lag_records", "lag_records_min", "lag_records_max", "lag_records_avg",
-    "lag_bytes", "lag_bytes_max", "lag_age_s", "lag_age_s_max",
+    "lag_bytes", "lag_bytes_max", "lag_age_s", "lag_age_s_max", "lag_records_low", "kip971_reported",
 )
 
 
@@ -130,7 +134,20 @@ def lag_timeline(growth: DataFrame, observations: DataFrame, *, window_s: float 
         * ``connect_age_s``: seconds since the last Connect source offset (null before the first).
           Connect commits them every ``offset.flush.interval.ms`` while records move, and KIP-971's
           metric reads the task's in-memory offset: a backlog from ``connect_offset`` overstates it by
-          at most what MirrorMaker 2 replicated in these seconds.
+          at most what MirrorMaker 2 replicated in these seconds;
+        * ``next_connect_end``: ``replicated_end`` of the first Connect source offset after ``time``
+          (null: none in the bundle). The in-memory offset at ``time`` lies between an offset sync's
+          and this: a sync is written once its record is acknowledged, and the next commit holds every
+          record acknowledged before it;
+        * ``lag_records_low`` = ``log_end_offset - least(next_connect_end, log_end_offset)``, where
+          ``lag_records`` is from ``connect_offset``: KIP-971's in-memory figure lies in
+          ``[lag_records_low, lag_records]`` (null: no later commit, or not from Connect);
+        * ``kip971_reported``: whether KIP-971's metric, whose cache drops a partition's offset
+          :data:`KIP971_TTL_S` after its last update, still held the partition (while its task ran:
+          a stopped task reports nothing): true within that time of an offset sync; false when the
+          log end is the committed position (nothing to replicate) and that commit is older than it
+          (the last update came before it); null when the bundle cannot tell (a stalled task,
+          between sparse commits).
 
     Examples
     --------
@@ -145,7 +162,7 @@ def lag_timeline(growth: DataFrame, observations: DataFrame, *, window_s: float 
     g = growth.select(*key, F.col("reached").alias("time"), F.lit(0).alias("_src"), F.col("end_offset").alias("_ord"),
                       F.col("end_offset").alias("_leo"), F.col("bytes_end").alias("_leo_bytes"),
                       nothing.cast("long").alias("_c"), nothing.cast("long").alias("_s"),
-                      nothing.cast("timestamp").alias("_ct"))
+                      nothing.cast("timestamp").alias("_ct"), nothing.cast("timestamp").alias("_st"))
     connect = F.col("kind") == "connect_offset"
     o = observations.select(*key, "time",
                             F.when(connect, 1).otherwise(2).alias("_src"),
@@ -153,17 +170,20 @@ def lag_timeline(growth: DataFrame, observations: DataFrame, *, window_s: float 
                             nothing.cast("long").alias("_leo_bytes"),
                             F.when(connect, F.col("replicated_end")).alias("_c"),
                             F.when(F.col("kind") == "offset_sync", F.col("replicated_end")).alias("_s"),
-                            F.when(connect, F.col("time")).alias("_ct"))
+                            F.when(connect, F.col("time")).alias("_ct"),
+                            F.when(F.col("kind") == "offset_sync", F.col("time")).alias("_st"))
     events = g.unionByName(o)
-    filled_cols = ("_leo", "_leo_bytes", "_c", "_s", "_ct")
+    filled_cols = ("_leo", "_leo_bytes", "_c", "_s", "_ct", "_st")
     grid = _grid(events, key, "time", window_s, start, end).select(
         *key, "time", F.lit(3).alias("_src"), F.lit(None).cast("long").alias("_ord"),
         *[nothing.cast("long").alias(c) for c in ("_leo", "_leo_bytes", "_c", "_s")],
-        nothing.cast("timestamp").alias("_ct"))
+        nothing.cast("timestamp").alias("_ct"), nothing.cast("timestamp").alias("_st"))
     order = Window.partitionBy(*key).orderBy("time", "_src", F.col("_ord").asc_nulls_first())
     running = order.rowsBetween(Window.unboundedPreceding, 0)
+    following = order.rowsBetween(1, Window.unboundedFollowing)
     filled = events.unionByName(grid).select(
-        *key, "time", "_src", "_ord", *[F.last(c, ignorenulls=True).over(running).alias(c) for c in filled_cols])
+        *key, "time", "_src", "_ord", *[F.last(c, ignorenulls=True).over(running).alias(c) for c in filled_cols],
+        F.first("_c", ignorenulls=True).over(following).alias("_c_next"))
     at_time = Window.partitionBy(*key, "time")
     last = Window.partitionBy(*key, "time").orderBy(F.col("_src").desc(), F.col("_ord").desc_nulls_last())
     rows = (filled.withColumn("boundary", F.max((F.col("_src") == 3).cast("int")).over(at_time) == 1)
@@ -171,12 +191,21 @@ def lag_timeline(growth: DataFrame, observations: DataFrame, *, window_s: float 
             .select(*key, "time", "boundary", F.col("_leo").alias("log_end_offset"),
                     F.col("_leo_bytes").alias("log_end_bytes"), F.col("_c").alias("connect_end"),
                     F.col("_s").alias("synced_end"),
-                    ((F.unix_micros("time") - F.unix_micros("_ct")) / F.lit(1e6)).alias("connect_age_s"))
+                    ((F.unix_micros("time") - F.unix_micros("_ct")) / F.lit(1e6)).alias("connect_age_s"),
+                    ((F.unix_micros("time") - F.unix_micros("_st")) / F.lit(1e6)).alias("_sync_age_s"),
+                    F.col("_c_next").alias("next_connect_end"))
             .withColumn("replicated_end", F.coalesce("connect_end", "synced_end"))
             .withColumn("lro_source", F.when(F.col("connect_end").isNotNull(), F.lit("connect_offset"))
                         .when(F.col("synced_end").isNotNull(), F.lit("offset_sync")))
             .withColumn("progress_end", F.greatest("connect_end", "synced_end"))
-            .withColumn("lag_records", F.col("log_end_offset") - F.col("replicated_end")))
+            .withColumn("lag_records", F.col("log_end_offset") - F.col("replicated_end"))
+            .withColumn("lag_records_low", F.when(
+                (F.col("lro_source") == "connect_offset") & F.col("next_connect_end").isNotNull(),
+                # a rewound position (a reset connector) is no upper bound of the in-memory one
+                F.least(F.col("log_end_offset") - F.least("next_connect_end", "log_end_offset"), "lag_records")))
+            .withColumn("kip971_reported", F.when(F.col("_sync_age_s") <= KIP971_TTL_S, F.lit(True)).when(
+                (F.col("lro_source") == "connect_offset") & (F.col("lag_records") <= 0)
+                & (F.col("connect_age_s") > KIP971_TTL_S), F.lit(False))))
     if start is not None:
         rows = rows.where(F.col("time") >= F.lit(start).cast("timestamp"))
     if end is not None:
@@ -213,8 +242,9 @@ def lag_windows(timeline: DataFrame, *, window_s: float = DEFAULT_WINDOW_S) -> D
         window_end)`` holding a timeline row: ``lag_records`` (the value at the end of the window, as
         the metric would read), ``lag_records_min``/``_max`` (over the values in force during the
         window), ``lag_records_avg`` (time-weighted), ``lag_bytes``/``lag_bytes_max``,
-        ``lag_age_s``/``lag_age_s_max``; ``log_end_offset``, ``replicated_end`` and ``lro_source`` at
-        the end of the window. Lag columns are null where MM2's position is not known.
+        ``lag_age_s``/``lag_age_s_max``; ``log_end_offset``, ``replicated_end``, ``lro_source``,
+        ``lag_records_low`` and ``kip971_reported`` at the end of the window. Lag columns are null
+        where MM2's position is not known.
     """
     require_columns(timeline, TIMELINE_COLUMNS, "lag_windows")
     step = int(round(window_s * 1_000_000))
@@ -225,7 +255,8 @@ def lag_windows(timeline: DataFrame, *, window_s: float = DEFAULT_WINDOW_S) -> D
             .withColumn("_next", F.lead("time").over(order))
             .withColumn("_dur", F.when(F.col("_next").isNull(), F.lit(0.0)).otherwise(
                 (F.least(F.unix_micros("_next"), F.col("_w") + F.lit(step)) - F.unix_micros("time")) / F.lit(1e6))))
-    last = F.struct("time", "log_end_offset", "replicated_end", "lro_source", "lag_records", "lag_bytes", "lag_age_s")
+    last = F.struct("time", "log_end_offset", "replicated_end", "lro_source", "lag_records", "lag_bytes", "lag_age_s",
+                    "lag_records_low", "kip971_reported")
     weighted = F.sum(F.when(F.col("lag_records").isNotNull(), F.col("lag_records") * F.col("_dur")))
     covered = F.sum(F.when(F.col("lag_records").isNotNull(), F.col("_dur")))
     agg = rows.groupBy(*key, "_w").agg(
@@ -242,7 +273,9 @@ def lag_windows(timeline: DataFrame, *, window_s: float = DEFAULT_WINDOW_S) -> D
         F.when(F.col("_covered") > 0, F.col("_weighted") / F.col("_covered"))
         .otherwise(F.col("_last.lag_records").cast("double")).alias("lag_records_avg"),
         F.col("_last.lag_bytes").alias("lag_bytes"), "lag_bytes_max",
-        F.col("_last.lag_age_s").alias("lag_age_s"), "lag_age_s_max")
+        F.col("_last.lag_age_s").alias("lag_age_s"), "lag_age_s_max",
+        F.col("_last.lag_records_low").alias("lag_records_low"),
+        F.col("_last.kip971_reported").alias("kip971_reported"))
 
 
 def lag_at(timeline: DataFrame, instants: DataFrame, *, time: str = "time") -> DataFrame:
