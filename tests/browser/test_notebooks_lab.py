@@ -22,7 +22,9 @@ drawn as one ``g.trace`` group (scatter and bar traces, the only types these vie
 as one ``g.trace`` each) holding at least one drawn mark. A figure made but not displayed fails
 the comparison; the overview makes an area's view only when a finding is clicked, so its census is
 taken twice: after running every cell (only the findings timeline exists) and again, by rerunning
-the census cell, after the click (the timeline and the opened view's figures).
+the census cell, after the click (the timeline and the opened view's figures). A static figure
+(``fig.show()``, drawn beside a view) is not held by the kernel: the census adds each one the
+kernel sent in a cell's outputs.
 """
 
 from __future__ import annotations
@@ -204,6 +206,21 @@ CENSUS = f"""(mark) => {{
     return null;
 }}"""
 
+#: The static figures the kernel sent (``fig.show()``: a plotly mimetype bundle in a cell's outputs,
+#: not a widget it holds), as (title, number of traces), to be drawn as well.
+STATIC_FIGURES = f"""() => {{
+    const out = [];
+    for (const cell of {CURRENT}.content.widgets) {{
+        for (const o of (cell.model.outputs ? cell.model.outputs.toJSON() : [])) {{
+            const fig = o.data && o.data['application/vnd.plotly.v1+json'];
+            if (!fig) continue;
+            const title = fig.layout && fig.layout.title;
+            out.push([typeof title === 'string' ? title : (title && title.text) || '', (fig.data || []).length]);
+        }}
+    }}
+    return out;
+}}"""
+
 PLOTS = f"""() => Array.from({CURRENT}.node.querySelectorAll('.jp-OutputArea .js-plotly-plot')).map(gd => {{
     const title = gd.layout && gd.layout.title;
     const visible = (gd._fullData || []).filter(t => t.visible === true);
@@ -284,7 +301,7 @@ def _open_and_run(page: Any, name: str) -> None:
 def _census(page: Any) -> list[list[Any]]:
     text = page.evaluate(CENSUS, CENSUS_MARK)
     assert text is not None, "the census cell printed nothing"
-    return json.loads(text)
+    return json.loads(text) + page.evaluate(STATIC_FIGURES)
 
 
 LAST_COUNT = f"() => {{ const c = {CURRENT}.content.widgets; return c[c.length - 1].model.executionCount; }}"
