@@ -45,6 +45,9 @@ _ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
 #: A node's configuration file, as Kafka's distribution names them (``config/server.properties``,
 #: ``config/kraft/broker.properties``, ``controller.properties``).
 _SERVER_PROPERTIES = {"server.properties", "broker.properties", "controller.properties"}
+#: The operator's mapping of Prometheus ``instance`` labels to node ids (read by the ``metrics``
+#: table, in this order); it sits beside the exports but is none.
+INSTANCE_MAPS = ("metrics/instances.json", "metrics/instances.yaml", "metrics/instances.yml")
 #: A node's log4j output, as Kafka's shipped logging configuration names it, rotated copies
 #: (``server.log.2024-05-01-13``, ``server.log.1``) included, and its captured stdout.
 _SERVER_LOG_RE = re.compile(
@@ -759,6 +762,8 @@ def _classify(root: Path, file: Path, cache: dict[Path, int], metas: dict[Path, 
         kind = "dump_text"
     elif rel.parts and rel.parts[0] == "tools":
         kind = "tool_output"
+    elif rel.as_posix() in INSTANCE_MAPS:
+        kind = "other"  # the operator's Prometheus instance -> node mapping (workbench.spark.metrics), no export
     elif rel.parts and rel.parts[0] == "metrics" or name.endswith((".csv", ".prom")):
         kind = "metrics"
     elif name in _SERVER_PROPERTIES:

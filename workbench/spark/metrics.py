@@ -40,8 +40,21 @@ epoch milliseconds in the file name (``metrics/4-1795410208438.prom``), else nul
 modification time is never used: copies and archives change it.
 
 The node a file was sampled from comes from the bundle's manifest, else from a leading number
-in the file name (``3-broker.csv``), else from the log dir the file lies in; a Prometheus server
-response may hold several nodes' series, told apart by their ``instance`` label.
+in the file name (``3-broker.csv``), else from the log dir the file lies in. A Prometheus server's
+export (API JSON, or federated text) holds every node's series, told apart by their ``instance``
+label (the exporter's ``host:port``); a row that has one takes the node it names, chosen in this
+order (read on the driver once per bundle, given to the readers as the ``instances`` option):
+
+1. the operator's mapping ``metrics/instances.json`` (else ``.yaml``, ``.yml``; every one present
+   is read, the first giving an instance wins): ``{"<instance>": <node id>}``. An entry that is
+   not a node id (0..2147483647), or a file that does not parse, is a ``problems`` row
+   (``bad_value``, ``decode_error``) and maps nothing. The file is no export (the inventory's
+   kind ``other``);
+2. else the instance's host when it is the ``listeners``/``advertised.listeners`` host of exactly
+   one node's properties file in the bundle (``server.properties``...; wildcards and hosts several
+   nodes share, all nodes on one machine, decide nothing);
+3. else the file's own node, as above, and one ``unmapped_instance`` problem per instance and
+   file saying how to map it. No row is dropped.
 
 Examples
 --------
@@ -56,6 +69,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.bundle import INSTANCE_MAPS
 from workbench.formats.problems import Problem
 from workbench.spark._files import epoch_ms_in_name, facts_option, manifest_entries, read_with_facts
 from workbench.spark.registry import register_table
@@ -158,17 +172,57 @@ class MetricsReader(ArtifactReader):
                    "attribute": sample.attribute, "labels": known[2], "timestamp": _ms(sample.timestamp_ms),
                    "value": sample.value, "line": sample.line}
 
-    @staticmethod
-    def _prometheus(text: str, partition: FilePartition, log: ProblemLog, base: dict[str, Any], kind: str,
+    def _prometheus(self, text: str, partition: FilePartition, log: ProblemLog, base: dict[str, Any], kind: str,
                     captured: int | None) -> Iterator[dict[str, Any]]:
         from workbench.formats.prometheus import read_prometheus_json, read_prometheus_text
 
         samples = (read_prometheus_text(text, partition.path, log, default_ms=captured) if kind == "text"
                    else read_prometheus_json(text, partition.path, log))
+        node_of = InstanceNodes(self.options.get("instances"), partition.node_id, log)
         for s in samples:
-            yield {**base, "name": _counter_name(s.name.lower()), "metric": s.name, "mbean": None, "attribute": None,
-                   "labels": list(s.labels.items()), "timestamp": _ms(s.timestamp_ms), "value": s.value,
-                   "line": s.line}
+            instance = s.labels.get("instance")
+            node = partition.node_id if instance is None else node_of(instance)
+            yield {**base, "node_id": node, "name": _counter_name(s.name.lower()), "metric": s.name, "mbean": None,
+                   "attribute": None, "labels": list(s.labels.items()), "timestamp": _ms(s.timestamp_ms),
+                   "value": s.value, "line": s.line}
+
+
+class InstanceNodes:
+    """The node of a Prometheus ``instance`` label in one file (rules 1-3 of the module docstring);
+    an instance neither rule maps keeps the file's node, and is reported once the file shows a second
+    unmapped instance (one instance alone is the file's node's export, and says nothing wrong)."""
+
+    def __init__(self, option: str | None, file_node: int, log: ProblemLog) -> None:
+        import json
+
+        facts = json.loads(option) if option else {}
+        self.mapped: dict[str, int] = facts.get("mapped", {})
+        self.hosts: dict[str, int] = facts.get("hosts", {})
+        self.file_node = file_node
+        self.log = log
+        self.seen: dict[str, int] = {}
+        self.unmapped: list[str] = []
+
+    def __call__(self, instance: str) -> int:
+        node = self.seen.get(instance)
+        if node is not None:
+            return node
+        from workbench.formats.prometheus_instances import instance_host
+
+        node = self.mapped.get(instance)
+        if node is None:
+            node = self.hosts.get(instance_host(instance))
+        if node is None:
+            node = self.file_node
+            self.unmapped.append(instance)
+            told_now = self.unmapped if len(self.unmapped) == 2 else [instance] if len(self.unmapped) > 2 else []
+            for told in told_now:
+                self.log.report(0, "unmapped_instance",
+                                f"instance {told!r}: no node known for it (not in {INSTANCE_MAPS[0]}, and its host "
+                                f"is no single node's listener host); its rows keep the file's node {node}. Map it "
+                                f'in {INSTANCE_MAPS[0]}: {{"{told}": <node id>}}')
+        self.seen[instance] = node
+        return node
 
 
 def _counter_name(name: str) -> str:
@@ -226,10 +280,56 @@ def capture_times(bundle: Bundle) -> dict[str, dict[str, Any]]:
     return out
 
 
+def instance_nodes(bundle: Bundle) -> dict[str, dict[str, int]]:
+    """What names the node of a Prometheus ``instance`` label in this bundle: ``mapped`` (the
+    operator's mapping files, :data:`workbench.bundle.INSTANCE_MAPS`; a bad entry or file is a
+    bundle problem) and ``hosts`` (a listener host -> the one node whose properties name it)."""
+    from workbench.formats.kraft_files import read_properties_file
+    from workbench.formats.problems import ProblemLog
+    from workbench.formats.prometheus_instances import listener_hosts, read_instance_map
+
+    mapped: dict[str, int] = {}
+    for rel in INSTANCE_MAPS:
+        path = bundle.root / rel
+        if not path.is_file():
+            continue
+        log = ProblemLog(str(path))
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            log.report(0, "unreadable", f"cannot read file: {exc}")
+            data = b""
+        entries = read_instance_map(data, str(path), not rel.endswith(".json"), log) if data else {}
+        for instance, node in entries.items():
+            if mapped.setdefault(instance, node) != node:
+                log.report(0, "bad_value", f"entry {instance!r}: node {node}, but an earlier mapping file gives "
+                                           f"node {mapped[instance]}, which is kept")
+        for problem in log.problems:
+            if problem not in bundle.problems:
+                bundle.problems.append(problem)
+    owners: dict[str, set[int]] = {}
+    for a in bundle.of_kind("server_properties"):
+        try:
+            props = read_properties_file((bundle.root / a.path).read_bytes(), a.path, ProblemLog(a.path))
+        except OSError:
+            continue  # the configs table reports an unreadable properties file
+        node = a.node_id
+        if node < 0:  # outside a node's directory: the file names its node (as the configs table reads it)
+            own = props.get("node.id", props.get("broker.id", "")).strip()
+            node = int(own) if own.isdigit() and int(own) < 2**31 else -1
+        if node >= 0:
+            for host in listener_hosts(props):
+                owners.setdefault(host, set()).add(node)
+    hosts = {host: next(iter(nodes)) for host, nodes in owners.items() if len(nodes) == 1}
+    return {"mapped": mapped, "hosts": hosts}
+
+
 def build_metrics(ctx: BuildContext) -> Built:
     """Read every metric export of the bundle."""
+    import json
+
     return read_with_facts(ctx, "metrics", TABLE_ROW, METRICS_SCHEMA, MetricsSource, metric_files(ctx.bundle),
-                           capture_times(ctx.bundle))
+                           capture_times(ctx.bundle), instances=json.dumps(instance_nodes(ctx.bundle)))
 
 
 TABLE_ROW = "sample of one metric value in a metric export (JmxTool CSV, Prometheus text or API JSON)"
