@@ -25,14 +25,24 @@ Timeline (about 70 s of Kafka time after start-up):
 step; every broker's ReplicaManager gauges are sampled over JMX each second (and, once the topics
 exist, its per-partition gauges), every controller's KafkaController gauges too, and the same
 MBeans are scraped as Prometheus text every 5 s from the JMX exporter javaagent each node runs.
+A real Prometheus server (:mod:`peer.prometheus_server`) scrapes the same exporters every second for
+the whole run; its ``query_range`` answer for every node is kept as
+``metrics/prometheus-query_range.json``, with ``metrics/instances.json`` naming each target's node.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from peer.errors import ScenarioError
 from peer.scenario import ScenarioContext
 
+if TYPE_CHECKING:
+    from peer.cluster import Cluster
+
 NAME = "isr"
+#: Peer files beside the shared ones that shape this bundle (the server's export).
+SHAPED_BY = ("prometheus_server.py",)
 #: The release whose ``ReplicaVerificationTool`` checks the replicas live (3.9.2, the last that has it).
 VERIFIER_RELEASE = "3.9.2"
 VERIFY_S = 8
@@ -102,6 +112,7 @@ def run(ctx: ScenarioContext) -> None:
     """Run the ISR scenario (see the module docstring)."""
     cluster = ctx.cluster("isr", controllers=3, brokers=3, settings=SETTINGS,
                           prometheus=ISR_MBEANS + PARTITION_MBEANS + CONTROLLER_MBEANS)
+    start_prometheus_server(ctx, cluster)
     cluster.format()
     ctx.event("cluster_format", cluster="isr", controllers=3, brokers=3, settings=SETTINGS)
     cluster.start()
@@ -174,6 +185,27 @@ def run(ctx: ScenarioContext) -> None:
     verify_replicas(ctx, bs)
     ctx.sleep(3)
     ctx.event("cluster_stop", cluster="isr", clean=True)
+
+
+def start_prometheus_server(ctx: ScenarioContext, cluster: Cluster) -> None:
+    """Run a Prometheus server scraping every node's exporter until the cluster has stopped, then
+    keep its export in the bundle (:meth:`peer.prometheus_server.PrometheusServer.export`) up to the
+    ``cluster_stop`` event, when the other samplers stop: the nodes' shutdown is in no export. The
+    server is stopped on every path (``cleanups`` after an error)."""
+    from peer.prometheus_server import PrometheusServer
+
+    server = PrometheusServer({node.id: node.prometheus_port for node in cluster.nodes
+                               if node.prometheus_port is not None}).start()
+    ctx.cleanups.append(server.stop)
+
+    def export_and_stop() -> None:
+        stops = [e["t_ms"] for e in ctx.bundle.manifest["events"] if e["event"] == "cluster_stop"]
+        try:
+            server.export(ctx.bundle, end_ms=stops[-1] if stops else None)
+        finally:
+            server.stop()
+
+    ctx.after_stop.append(export_and_stop)
 
 
 def verify_replicas(ctx: ScenarioContext, bootstrap: str) -> None:
