@@ -20,13 +20,17 @@ def at(s: float) -> dt.datetime:
     return T0 + dt.timedelta(seconds=s)
 
 
-@pytest.fixture(scope="module")
-def frames(spark):
-    # three batches: offsets 0-9, 10-19, 20-29 of 100 bytes each, in the log by 1 s, 5 s, 12 s
-    growth = spark.createDataFrame(
+def three_batches(spark):
+    """The source log: offsets 0-9, 10-19, 20-29 of 100 bytes each, in the log by 1 s, 5 s, 12 s."""
+    return spark.createDataFrame(
         [(*K, at(1), 10, 0, 100), (*K, at(5), 20, 100, 200), (*K, at(12), 30, 200, 300)],
         "source_alias string, target_alias string, topic string, partition int, reached timestamp, "
         "end_offset long, bytes_before long, bytes_end long")
+
+
+@pytest.fixture(scope="module")
+def frames(spark):
+    growth = three_batches(spark)
     # an offset sync at 3 s (record 4 replicated), a Connect commit at 6 s (record 9 replicated)
     observations = spark.createDataFrame(
         [(*K, at(3), "offset_sync", 5, 4, 0), (*K, at(6), "connect_offset", 10, None, 0)],
@@ -122,12 +126,9 @@ def test_the_audit_takes_the_source_groups_mm2s_group_filter_takes(spark):
 
 
 def test_kip971_bounds_and_its_cache_ttl(spark):
-    # batches ending at offsets 10, 20, 30 (in the log by 1, 5, 12 s); an offset sync at 3 s (record 4);
-    # Connect commits at 6 s (record 9), 15 s (record 24) and 30 s (record 29: all replicated)
-    growth = spark.createDataFrame(
-        [(*K, at(1), 10, 0, 100), (*K, at(5), 20, 100, 200), (*K, at(12), 30, 200, 300)],
-        "source_alias string, target_alias string, topic string, partition int, reached timestamp, "
-        "end_offset long, bytes_before long, bytes_end long")
+    # the three batches; an offset sync at 3 s (record 4); Connect commits at 6 s (record 9), 15 s
+    # (record 24) and 30 s (record 29: all replicated)
+    growth = three_batches(spark)
     observations = spark.createDataFrame(
         [(*K, at(3), "offset_sync", 5, 4, 0), (*K, at(6), "connect_offset", 10, None, 0),
          (*K, at(15), "connect_offset", 25, None, 1), (*K, at(30), "connect_offset", 30, None, 2)],
