@@ -26,8 +26,9 @@ rule: :mod:`workbench.formats.jmx`): a JmxTool column
 ``kafka_server_replicamanager_underminisrpartitioncount`` both have ``name =
 'kafka_server_replicamanager_underminisrpartitioncount'``; ``raft-metrics``'
 ``commit-latency-avg`` is ``kafka_server_raft_metrics_commit_latency_avg``. A Prometheus
-sample's name is lower-cased (exporters without ``lowercaseOutputName`` then match too), and a
-counter's ``_count_total`` is ``_count`` (the exporter's ``_total`` on a histogram's ``Count``).
+sample's name is lower-cased (exporters without ``lowercaseOutputName`` then match too), and the
+names the common published rule sets (Strimzi's, Confluent's, Bitnami's) and the exporter 1.x's
+``_total`` on counters give are rewritten to it (:mod:`workbench.formats.exporter_names`).
 ``labels`` are alike in both: for JmxTool the MBean's key properties other than ``type`` and
 ``name`` (``topic``, ``partition``, ``clientId``, ``target``...) and ``quantile`` for percentile
 attributes; for Prometheus the sample's labels (``__name__`` removed; a Prometheus server's
@@ -174,16 +175,19 @@ class MetricsReader(ArtifactReader):
 
     def _prometheus(self, text: str, partition: FilePartition, log: ProblemLog, base: dict[str, Any], kind: str,
                     captured: int | None) -> Iterator[dict[str, Any]]:
+        from workbench.formats.exporter_names import canonical_name, summary_names
         from workbench.formats.prometheus import read_prometheus_json, read_prometheus_text
 
+        summaries = summary_names(text, kind)
         samples = (read_prometheus_text(text, partition.path, log, default_ms=captured) if kind == "text"
                    else read_prometheus_json(text, partition.path, log))
         node_of = InstanceNodes(self.options.get("instances"), partition.node_id, log)
         for s in samples:
             instance = s.labels.get("instance")
             node = partition.node_id if instance is None else node_of(instance)
-            yield {**base, "node_id": node, "name": _counter_name(s.name.lower()), "metric": s.name, "mbean": None,
-                   "attribute": None, "labels": list(s.labels.items()), "timestamp": _ms(s.timestamp_ms),
+            count = "quantile" not in s.labels and s.name.lower() in summaries  # Confluent's histogram count
+            yield {**base, "node_id": node, "name": canonical_name(s.name, histogram_count=count), "metric": s.name,
+                   "mbean": None, "attribute": None, "labels": list(s.labels.items()), "timestamp": _ms(s.timestamp_ms),
                    "value": s.value, "line": s.line}
 
 
@@ -223,19 +227,6 @@ class InstanceNodes:
                                 f'in {INSTANCE_MAPS[0]}: {{"{told}": <node id>}}')
         self.seen[instance] = node
         return node
-
-
-def _counter_name(name: str) -> str:
-    """A scraped name as JmxTool's sample of the same value is named: the JMX exporter (1.x) appends
-    ``_total`` to a counter, so a ``Count`` attribute its rules name ``<x>_count`` (a Yammer
-    histogram's or timer's count) is scraped as ``<x>_count_total``.
-
-    >>> _counter_name("kafka_server_brokermetadatalistener_metadatabatchsizes_count_total")
-    'kafka_server_brokermetadatalistener_metadatabatchsizes_count'
-    >>> _counter_name("kafka_server_brokertopicmetrics_bytesin_total")
-    'kafka_server_brokertopicmetrics_bytesin_total'
-    """
-    return name[: -len("_total")] if name.endswith("_count_total") else name
 
 
 class MetricsSource(ArtifactSource):
