@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 import sys
 import time
@@ -70,6 +71,43 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     print(write_demo_bundle(args.out))
     return 0
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    from workbench.collect import collect
+
+    bar = None
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=0, unit="B", unit_scale=True, desc="collect", file=sys.stderr)
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+    try:
+        result = collect(args.config, args.out, max_bytes=args.max_bytes,
+                         full_partition_bytes=args.full_partition_bytes, log4j_dirs=args.log4j_dir,
+                         bootstrap_server=args.bootstrap_server, kafka_bin=args.kafka_bin, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    taken = sum(t.bytes for t in result.taken)
+    print(f"{result.archive}: node {result.node_id}, {len(result.taken)} files ({taken:,} bytes) from "
+          f"{', '.join(result.log_dirs)}; {len(result.left_out)} left out, each with its reason in "
+          f"nodes/{result.node_id}/collect-manifest.json; {len(result.tools)} tool outputs")
+    return 0
+
+
+def _byte_count(text: str) -> int:
+    """``1048576``, ``512k``, ``64M``, ``2G`` (binary multiples) as a number of bytes."""
+    units = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgGtT]?)i?[bB]?\s*", text)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"not a byte count: {text!r} (e.g. 500M, 2G)")
+    return int(m.group(1)) * units[m.group(2).lower()]
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -323,6 +361,25 @@ def build_parser() -> argparse.ArgumentParser:
                                    "is cached and the first investigation does not wait for it, and records the "
                                    "Spark driver's class archive meanwhile (WORKBENCH_CLASS_ARCHIVE=0: not).")
     p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser(
+        "collect", help="gather one node's log dirs, logs and tool outputs into a bundle archive, read-only (no Spark)",
+        description="Run on a broker or controller, beside Kafka: reads its configuration, takes the metadata log, "
+                    "the internal topics, every index and checkpoint, small partitions' segments, the log4j files "
+                    "and (with --bootstrap-server) Kafka's tools' outputs into one .tar.gz, and says in its "
+                    "collect-manifest.json what was left out and why. Nothing in the log dirs is written or locked.")
+    p.add_argument("--config", required=True, help="the node's server.properties (or broker/controller.properties)")
+    p.add_argument("--out", required=True, help="archive to write (.tar.gz), outside the log dirs")
+    p.add_argument("--max-bytes", type=_byte_count, default=None, metavar="N",
+                   help="take at most N bytes of files (e.g. 2G), the most telling first")
+    p.add_argument("--full-partition-bytes", type=_byte_count, default="64M", metavar="N",
+                   help="take a data partition's segments while they hold at most N bytes (default: %(default)s)")
+    p.add_argument("--log4j-dir", action="append", default=[], metavar="DIR",
+                   help="directory of the node's log4j files (default: $LOG_DIR, $KAFKA_HOME/logs, ../logs)")
+    p.add_argument("--bootstrap-server", default=None, metavar="HOST:PORT",
+                   help="also capture kafka-topics, kafka-consumer-groups and kafka-metadata-quorum outputs")
+    p.add_argument("--kafka-bin", default=None, metavar="DIR", help="Kafka's bin directory (with --bootstrap-server)")
+    p.set_defaults(func=cmd_collect)
 
     _add_dump_parser(sub)
     return parser
