@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 #: The JMX exporter release attached to nodes (Maven Central).
 AGENT_VERSION = "1.0.1"
 AGENT_ARTIFACT = f"io.prometheus.jmx:jmx_prometheus_javaagent:{AGENT_VERSION}"
-#: The same exporter as a process of its own, reading a node's MBeans over remote JMX.
-HTTPSERVER_ARTIFACT = f"io.prometheus.jmx:jmx_prometheus_httpserver:{AGENT_VERSION}"
 
 _KV = r"([^=,<>]+)=([^,<>]*)"
 #: Key properties beyond ``type`` and ``name`` the rules turn into labels (MirrorMaker 2's
@@ -102,95 +100,27 @@ def fetch_agent(timeout: float = 300.0) -> Path:
     FetchError
         When Maven is missing or cannot resolve the artifact.
     """
-    return _fetch_exporter(AGENT_ARTIFACT, timeout)
-
-
-def fetch_httpserver(timeout: float = 300.0) -> Path:
-    """The standalone exporter's jar (``java -jar <jar> 127.0.0.1:<port> <config>``), downloaded once.
-
-    Raises
-    ------
-    FetchError
-        When Maven is missing or cannot resolve the artifact.
-    """
-    return _fetch_exporter(HTTPSERVER_ARTIFACT, timeout)
-
-
-def _fetch_exporter(artifact: str, timeout: float) -> Path:
-    _, name, version = artifact.split(":")
-    target = cache_root() / "jars" / f"{name}-{version}.jar"
+    target = cache_root() / "jars" / f"jmx_prometheus_javaagent-{AGENT_VERSION}.jar"
     if target.exists():
         return target
     mvn = shutil.which("mvn")
     if mvn is None:
         raise FetchError("mvn (Apache Maven) is not on PATH; it is needed to fetch the JMX exporter")
-    staging = target.parent / f"exporter.{time.monotonic_ns()}.tmp"
+    staging = target.parent / f"agent.{time.monotonic_ns()}.tmp"
     argv = [mvn, "-B", "-q", "-f", str(POM), f"-Dmaven.repo.local={cache_root() / 'm2'}",
-            "dependency:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={staging}"]
+            "dependency:copy", f"-Dartifact={AGENT_ARTIFACT}", f"-DoutputDirectory={staging}"]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
         jar = staging / target.name
         if done.returncode != 0 or not jar.exists():
-            raise FetchError(f"Maven could not resolve {artifact}:\n{(done.stdout + done.stderr)[-3000:]}")
+            raise FetchError(f"Maven could not resolve {AGENT_ARTIFACT}:\n{(done.stdout + done.stderr)[-3000:]}")
         target.parent.mkdir(parents=True, exist_ok=True)
         jar.replace(target)
     except subprocess.TimeoutExpired as exc:
-        raise FetchError(f"Maven did not resolve {artifact} in {timeout:.0f} s") from exc
+        raise FetchError(f"Maven did not resolve {AGENT_ARTIFACT} in {timeout:.0f} s") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
-
-
-class StandaloneExporter:
-    """The JMX exporter as its own JVM on 127.0.0.1, reading one node's MBeans over remote JMX with
-    the rules of ``config`` (YAML without ``jmxUrl``: it is added); stopped on leaving the block.
-
-    Examples
-    --------
-    >>> with StandaloneExporter(node.jmx_url, Path("strimzi.yaml"), home) as exporter:  # doctest: +SKIP
-    ...     text = exporter.scrape()
-    """
-
-    def __init__(self, jmx_url: str, config: Path, home: Path, *, timeout_s: float = 60.0) -> None:
-        from peer.cluster import free_ports
-
-        self.port = free_ports(1)[0]
-        self.config = home / f"exporter-{config.stem}.yaml"
-        self.config.parent.mkdir(parents=True, exist_ok=True)
-        self.config.write_text(f"jmxUrl: {jmx_url}\n" + config.read_text("utf-8"), "utf-8")
-        self.log = home / f"exporter-{config.stem}.log"
-        self.timeout_s = timeout_s
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> StandaloneExporter:
-        jar = fetch_httpserver()
-        with self.log.open("wb") as out:
-            self._process = subprocess.Popen(["java", "-Xmx64m", "-jar", str(jar), f"127.0.0.1:{self.port}",
-                                              str(self.config)], stdout=out, stderr=subprocess.STDOUT)
-        return self
-
-    def scrape(self) -> str:
-        """One ``/metrics`` text, waiting (bounded) for the exporter to listen."""
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics",  # noqa: S310 (loopback)
-                                            timeout=10) as response:
-                    return response.read().decode("utf-8")
-            except OSError as exc:
-                if self._process is not None and self._process.poll() is not None or time.monotonic() > deadline:
-                    raise FetchError(f"the JMX exporter on port {self.port} did not answer: {exc}; its log: "
-                                     f"{self.log.read_text('utf-8', 'replace')[-2000:]}") from exc
-                time.sleep(0.3)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait(10)
 
 
 def agent_flag(jar: Path, port: int, config: Path) -> str:

@@ -21,8 +21,9 @@ import pytest
 
 import workbench
 from peer.cluster import Cluster
+from peer.jmx_exporter_server import StandaloneExporter
 from peer.kafka import fetch
-from peer.prometheus import StandaloneExporter, agent_config
+from peer.prometheus import agent_config
 from peer.scenarios.isr import CONTROLLER_MBEANS as PARTITION_STATE_MBEANS
 from peer.scenarios.isr import ISR_MBEANS, PARTITION_MBEANS
 from peer.scenarios.quorum import BROKER_MBEANS, CONTROLLER_MBEANS
