@@ -23,7 +23,7 @@ import pytest
 import workbench
 from peer.cluster import Cluster
 from peer.kafka import fetch
-from workbench.collect import collect
+from workbench.collect import EXTRACT, collect
 from workbench.errors import ConfigError
 
 pytestmark = pytest.mark.kafka
@@ -129,12 +129,16 @@ def test_each_file_taken_is_the_live_files_bytes_and_the_large_partitions_payloa
     kafka_node = node[0]
     manifest = _manifest(archive)
     taken = {Path(t["source"]).relative_to(kafka_node.log_dir).as_posix(): t for t in manifest["taken"]
-             if t["source"].startswith(str(kafka_node.log_dir))}
+             if t["source"].startswith(str(kafka_node.log_dir)) and t["what"] != EXTRACT}
+    extracts = {t["arcname"].rsplit("/", 2)[-2] + "/" + Path(t["source"]).name for t in manifest["taken"]
+                if t["what"] == EXTRACT}
     left = {Path(x["source"]).relative_to(kafka_node.log_dir).as_posix(): x["reason"] for x in manifest["left_out"]}
     big_segments = sorted(f"big-0/{p.name}" for p in (kafka_node.log_dir / "big-0").glob("*.log"))
     assert len(big_segments) >= 3
     assert sorted(k for k in left if k.startswith("big-0/")) == big_segments
     assert all("payloads of a large partition" in left[k] for k in big_segments)
+    assert {k for k in taken if k.startswith("big-0/") and k.endswith(".log")} == set()
+    assert sorted(extracts) == big_segments
     on_disk = {p.relative_to(kafka_node.log_dir).as_posix(): p.stat().st_mtime
                for p in kafka_node.log_dir.rglob("*") if p.is_file() and p.name != ".lock"}
     missed = sorted(p for p, mtime in on_disk.items() if p not in taken and p not in left and mtime < start)
@@ -164,9 +168,31 @@ def test_the_archive_is_a_bundle_of_the_node_with_the_tools_outputs(collected):
     assert {("segment", "__cluster_metadata"), ("quorum_state", None), ("meta_properties", None),
             ("segment", "__consumer_offsets"), ("segment", "small"), ("offset_index", "big"),
             ("server_properties", None), ("server_log", None)} <= kinds
-    assert ("segment", "big") not in kinds
+    assert ("segment", "big") in kinds
+    with workbench.open_bundle(archive) as bundle:
+        big = {Path(a.path).name for a in bundle.artifacts if a.topic == "big" and a.kind == "segment"}
+    assert big and all(name.endswith(".log.headers") for name in big)
     assert "Topic: big" in texts["kafka-topics.txt"]
     assert "readers" in texts["kafka-consumer-groups.txt"]
+
+
+@pytest.mark.spark
+def test_the_large_partitions_batches_from_its_headers_extract_are_the_live_segments(collected, node, spark):
+    """Every column of the ``batches`` table but ``path`` and ``crc_valid`` (null: no records to check)."""
+    from pyspark.sql import functions as F
+    from pyspark.testing import assertDataFrameEqual
+
+    archive, _, _ = collected
+    kafka_node = node[0]
+    columns = [c for c in workbench.load(workbench.open_bundle(archive), spark).batches.columns
+               if c not in ("path", "crc_valid")]
+    with workbench.open_bundle(archive) as bundle:
+        from_extract = workbench.load(bundle, spark).batches.where(F.col("topic") == "big")
+        assert from_extract.where(F.col("crc_valid").isNotNull()).count() == 0
+        got = from_extract.select(*columns).localCheckpoint()
+    live = workbench.load(workbench.open_bundle(kafka_node.log_dir), spark).batches.where(F.col("topic") == "big")
+    assert live.count() > 100
+    assertDataFrameEqual(got, live.select(*columns), checkRowOrder=False)
 
 
 def test_max_bytes_takes_the_most_telling_files_first(node, tmp_path):

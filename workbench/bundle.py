@@ -29,7 +29,7 @@ from workbench.formats.kraft_files import MetaProperties, parse_meta_properties,
 from workbench.formats.problems import Problem
 from workbench.formats.topics import METADATA_TOPIC
 
-_OFFSET_FILE_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
+_OFFSET_FILE_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot|log\.headers)$")
 _PARTITION_DIR_RE = re.compile(
     r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<uuid>[0-9a-f]{32})-(?P<state>delete|future|stray))?$"
 )
@@ -133,7 +133,8 @@ class Bundle:
         """KRaft metadata log segments, snapshots and bootstrap checkpoints."""
         return [
             a for a in self.artifacts
-            if a.kind == "bootstrap" or (a.topic == METADATA_TOPIC and a.kind in ("segment", "snapshot"))
+            if a.kind == "bootstrap" or (a.topic == METADATA_TOPIC and (
+                a.kind == "snapshot" or (a.kind == "segment" and a.path.endswith(".log"))))  # not an extract
         ]
 
     @property
@@ -788,7 +789,7 @@ def _classify(root: Path, file: Path, cache: dict[Path, int], metas: dict[Path, 
         s = parse_snapshot_name(name)
         if m:
             base = int(m.group(1))
-            kind = {"log": "segment", "index": "offset_index", "timeindex": "time_index",
+            kind = {"log": "segment", "log.headers": "segment", "index": "offset_index", "timeindex": "time_index",
                     "txnindex": "txn_index", "snapshot": "producer_snapshot"}[m.group(2)]
         elif s is not None and s.state == "complete":
             base = s.end_offset

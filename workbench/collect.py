@@ -12,8 +12,10 @@ reads as a bundle:
   the whole internal topics (``__consumer_offsets``, ``__transaction_state``,
   ``__remote_log_metadata``, ``__share_group_state``, MirrorMaker 2's ``*.internal`` and
   ``heartbeats``), and of every other partition its indexes, epoch and producer-state files and,
-  while the partition's segments are at most ``full_partition_bytes``, its segments; a larger
-  partition's segments are left out (their payloads are the data, not the evidence);
+  while the partition's segments are at most ``full_partition_bytes``, its segments; of a larger
+  partition's segments only a headers-only extract each (``<base>.log.headers``: their batch
+  headers, :mod:`workbench.formats.header_extract`; the payloads are the data, not the evidence,
+  and are never read);
 * ``nodes/<id>/log4j/``: the log4j files (``server.log`` and its rotations, ``controller.log``,
   ``state-change.log``...) of the directories given, else of ``$LOG_DIR``, ``$KAFKA_HOME/logs``
   and the ``logs`` directory beside the configuration's ``config`` directory;
@@ -47,9 +49,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from workbench.errors import ConfigError
+from workbench.formats.header_extract import SUFFIX as EXTRACT_SUFFIX
+from workbench.formats.header_extract import extract_headers
 
 #: A partition's segments are taken whole up to this many bytes (the default of ``--full-partition-bytes``).
 FULL_PARTITION_BYTES = 64 * 1024 * 1024
+#: What a planned headers-only extract is (:mod:`workbench.formats.header_extract`).
+EXTRACT = "batch headers"
 #: Seconds each Kafka tool may run.
 TOOL_TIMEOUT_S = 60.0
 _LOG_DIR_FILES = ("meta.properties", "bootstrap.checkpoint", "replication-offset-checkpoint",
@@ -204,9 +210,11 @@ def plan(config: Path, *, log4j_dirs: Sequence[Path] = (), full_partition_bytes:
                 planned = Planned(str(f), f"{target}/{pdir.name}/{f.name}", size,
                                   "metadata log" if metadata else "internal topic" if kept == 3 else "partition")
                 if _SEGMENT.match(f.name) and not whole:
+                    # its batch headers instead (their size is known once they are read, at writing)
+                    tiers[4].append(Planned(str(f), planned.arcname + EXTRACT_SUFFIX, size, EXTRACT))
                     left.append(LeftOut(str(f), size, f"payloads of a large partition ({segments} bytes of segments, "
                                                       f"over --full-partition-bytes {full_partition_bytes}); its "
-                                                      "indexes and checkpoints are taken"))
+                                                      "batch headers, indexes and checkpoints are taken"))
                 else:
                     tiers[tier].append(planned)
     for directory in _log4j_dirs(config, log4j_dirs):
@@ -254,6 +262,7 @@ def _run_tools(bootstrap: str, kafka_bin: Path) -> list[tuple[str, bytes, dict]]
 
 
 def _add_bytes(tar: tarfile.TarFile, arcname: str, data: bytes) -> None:
+    """Add ``data`` as a file of the archive."""
     info = tarfile.TarInfo(arcname)
     info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
     tar.addfile(info, io.BytesIO(data))
@@ -322,29 +331,41 @@ def collect(config: str | os.PathLike[str], out: str | os.PathLike[str], *, max_
     if inside is not None:
         raise ConfigError(f"collect: the archive would be written inside the log dir {inside}; write it elsewhere")
     budget = max_bytes if max_bytes is not None else float("inf")
-    taken: list[Planned] = []
-    used = 0
-    for item in planned:
-        if used + item.bytes > budget:
-            left.append(LeftOut(item.source, item.bytes, f"over --max-bytes {max_bytes} ({item.what})"))
-            continue
-        taken.append(item)
-        used += item.bytes
     result = Collected(out_path, node, [str(d) for d in dirs], left_out=left)
-    total = sum(t.bytes for t in taken)
-    done = 0
+    total = sum(t.bytes for t in planned if t.what != EXTRACT)
+    done = used = 0
     out_path.parent.mkdir(parents=True, exist_ok=True)
     partial = out_path.with_name(out_path.name + ".partial")
     with tarfile.open(partial, "w:gz", compresslevel=6) as tar:
-        for item in taken:
-            why = _add_file(tar, item)
+        for item in planned:
+            extract = None
+            if item.what == EXTRACT:
+                try:
+                    extract, stop, short = extract_headers(item.source, item.bytes)
+                except OSError as exc:
+                    left.append(LeftOut(item.source, 0, f"batch headers not read: {exc.strerror}"))
+                    continue
+                if short is not None:
+                    left.append(LeftOut(item.source, item.bytes - stop, f"batch headers past position {stop} not "
+                                                                        f"extracted: {short}"))
+                item = Planned(item.source, item.arcname, len(extract), item.what)
+            if used + item.bytes > budget:
+                left.append(LeftOut(item.source, item.bytes, f"over --max-bytes {max_bytes} ({item.what})"))
+                continue
+            used += item.bytes
+            why = None
+            if extract is not None:
+                _add_bytes(tar, item.arcname, extract)
+            else:
+                why = _add_file(tar, item)
             if why is not None and why.startswith("gone"):
                 result.left_out.append(LeftOut(item.source, item.bytes, why))
             else:
                 result.taken.append(item)
                 if why is not None:
                     result.left_out.append(LeftOut(item.source, 0, why))
-            done += item.bytes
+            if extract is None:
+                done += item.bytes
             if progress is not None:
                 progress(done, total)
         if bootstrap_server and kafka_bin:

@@ -17,7 +17,8 @@ def scan_problems(bundle: Bundle, *, deep: bool = False) -> list[Problem]:
 
     files = bundle.metadata_files
     if deep:
-        files = files + [a for a in bundle.of_kind("segment") if a not in files]
+        # a headers-only extract (<base>.log.headers) holds no records to read
+        files = files + [a for a in bundle.of_kind("segment") if a not in files and a.path.endswith(".log")]
     problems: list[Problem] = []
     for artifact in files:
         path = str(bundle.root / artifact.path)

@@ -3,7 +3,9 @@
 Name
     ``kafka_batches``.
 Reads
-    Log segments, KRaft snapshots and bootstrap checkpoints. No record is decoded.
+    Log segments, KRaft snapshots and bootstrap checkpoints. No record is decoded. A segment's
+    headers-only extract (``<base>.log.headers``, :mod:`workbench.formats.header_extract`) gives
+    the same rows but ``crc_valid`` (null: its records are not there).
 Options
     ``files``, ``strict``, ``verify_crc`` (default true: every batch's CRC-32C is checked; false
     reads the 61-byte headers only and leaves ``crc_valid`` null), ``split_bytes``.
@@ -27,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from workbench.formats.header_extract import SUFFIX as EXTRACT_SUFFIX
 from workbench.spark.registry import register_table
 from workbench.spark.source import (
     ARROW_BATCH_ROWS,
@@ -132,6 +135,9 @@ class BatchesReader(SplitSegmentsReader):
 
     def decode(self, partition: FilePartition, log: ProblemLog) -> Iterator[Any]:
         local = local_path(partition.path)
+        if partition.path.endswith(".log" + EXTRACT_SUFFIX):
+            yield from self._extract(partition, local, log)
+            return
         if local is None:
             yield from self._careful(partition, log)
             return
@@ -143,6 +149,25 @@ class BatchesReader(SplitSegmentsReader):
         for piece in scan_batch_columns(local, partition.path, problems=log, strict=self.strict,
                                         start=partition.start, end=partition.end, verify=self.verify,
                                         chunk=ARROW_BATCH_ROWS):
+            if len(piece["position"]):
+                yield _piece_to_arrow(pa, schema, partition, piece, log)
+
+    def _extract(self, partition: FilePartition, local: str | None, log: ProblemLog) -> Iterator[Any]:
+        """A headers-only extract (:mod:`workbench.formats.header_extract`): ``crc_valid`` null."""
+        import pyarrow as pa
+
+        from workbench.formats.header_extract import header_extract_columns
+
+        if local is not None:
+            with open(local, "rb") as f:
+                data = f.read()
+        else:
+            import fsspec
+
+            with fsspec.open(partition.path, "rb") as f:
+                data = f.read()
+        schema = arrow_schema(BATCHES_SCHEMA)
+        for piece in header_extract_columns(data, partition.path, problems=log, chunk=ARROW_BATCH_ROWS):
             if len(piece["position"]):
                 yield _piece_to_arrow(pa, schema, partition, piece, log)
 

@@ -35,7 +35,7 @@ def replica_segments(bundle: Bundle) -> list[Artifact]:
     nodes: dict[tuple[str | None, str, int], set[int]] = defaultdict(set)
     segments = [a for a in bundle.of_kind("segment")
                 if a.dir_state is None and a.topic is not None and a.partition is not None
-                and a.path.endswith(".log")]
+                and a.path.endswith((".log", ".log.headers"))]  # an extract's headers compare alike
     for a in segments:
         nodes[(a.cluster_id, a.topic, a.partition)].add(a.node_id)
     return [a for a in segments if len(nodes[(a.cluster_id, a.topic, a.partition)]) > 1]
