@@ -148,6 +148,9 @@ def test_each_file_taken_is_the_live_files_bytes_and_the_large_partitions_payloa
     for rel in on_disk:
         if rel.endswith(".log"):
             newest[rel.split("/")[0]] = max(newest.get(rel.split("/")[0], ""), rel)
+    # an active segment's preallocated index (10 MiB) is taken up to its first hole
+    active = newest["small-0"].replace(".log", ".index")
+    assert taken[active]["bytes"] < (kafka_node.log_dir / active).stat().st_size
     # segments are appended to, never rewritten; a rolled segment's indexes no longer change (the active
     # segment's are preallocated and filled in place)
     with tarfile.open(archive) as tar:

@@ -31,7 +31,7 @@ Files are taken in that order of importance, newest segments first within a part
 are one bundle. Nothing is written, renamed, locked or opened for writing in a log
 directory (the archive may not be written inside one): files are opened read-only, their size
 fixed when the plan is made (a segment Kafka appends to meanwhile is taken up to that size; one
-that shrinks is padded and said so).
+that shrinks is padded and said so; an active segment's preallocated index up to its first hole).
 """
 
 from __future__ import annotations
@@ -61,8 +61,12 @@ TOOL_TIMEOUT_S = 60.0
 _LOG_DIR_FILES = ("meta.properties", "bootstrap.checkpoint", "replication-offset-checkpoint",
                   "recovery-point-offset-checkpoint", "log-start-offset-checkpoint", "cleaner-offset-checkpoint",
                   ".kafka_cleanshutdown")
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+# a partition's directory, also while Kafka deletes it or moves it between log dirs
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?:delete|future|stray))?$")
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
+# a segment's payload under any name: being deleted, swapped in by the cleaner, cleaned
+_PAYLOAD = re.compile(r"^(\d{20})\.log(?:\.(?:deleted|swap|cleaned))?$")
+_INDEX = re.compile(r"^(\d{20})\.(?:index|timeindex)$")
 _LOG4J = re.compile(r"^(?:(?:server|controller|state-change|log-cleaner|kafka-request|kafka-authorizer)\.log"
                     r"(?:\.[\w.-]+)?|kafkaServer\.out|server\.out)$")
 #: Kafka's tools run with a bootstrap server: (file name, script, arguments).
@@ -169,6 +173,24 @@ def _size(path: Path) -> int | None:
         return None
 
 
+def _written(path: Path, size: int) -> int:
+    """The bytes of an index worth taking: up to its first hole. Kafka preallocates an active
+    segment's indexes (10 MiB, sparse where the filesystem allows) and fills them in place."""
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    if seek_hole is None:
+        return size
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return size
+    try:
+        return min(size, os.lseek(fd, 0, seek_hole))
+    except OSError:
+        return size
+    finally:
+        os.close(fd)
+
+
 def plan(config: Path, *, log4j_dirs: Sequence[Path] = (), full_partition_bytes: int = FULL_PARTITION_BYTES,
          ) -> tuple[int | None, list[Path], list[Planned], list[LeftOut]]:
     """What to take, in order of importance, and what is left out whatever the budget.
@@ -198,23 +220,25 @@ def plan(config: Path, *, log4j_dirs: Sequence[Path] = (), full_partition_bytes:
         for pdir in partitions:
             topic = _PARTITION_DIR.match(pdir.name).group("topic")  # type: ignore[union-attr]
             files = [(f, _size(f)) for f in _files(pdir)]
-            files = [(f, s) for f, s in files if s is not None]
+            files = [(f, _written(f, s) if _INDEX.match(f.name) else s) for f, s in files if s is not None]
             # newest segments first: an incident is at the end of the log
-            files.sort(key=lambda fs: (not _SEGMENT.match(fs[0].name), fs[0].name), reverse=True)
-            segments = sum(s for f, s in files if _SEGMENT.match(f.name))
+            files.sort(key=lambda fs: (not _PAYLOAD.match(fs[0].name), fs[0].name), reverse=True)
+            segments = sum(s for f, s in files if _PAYLOAD.match(f.name))
             metadata = topic == "__cluster_metadata"
             whole = metadata or _internal(topic) or segments <= full_partition_bytes
             kept = 2 if metadata else 3 if _internal(topic) else 4
             for f, size in files:
-                tier = 6 if kept == 4 and _SEGMENT.match(f.name) else kept
+                tier = 6 if kept == 4 and _PAYLOAD.match(f.name) else kept
                 planned = Planned(str(f), f"{target}/{pdir.name}/{f.name}", size,
                                   "metadata log" if metadata else "internal topic" if kept == 3 else "partition")
-                if _SEGMENT.match(f.name) and not whole:
-                    # its batch headers instead (their size is known once they are read, at writing)
-                    tiers[4].append(Planned(str(f), planned.arcname + EXTRACT_SUFFIX, size, EXTRACT))
+                if _PAYLOAD.match(f.name) and not whole:
+                    headers = _SEGMENT.match(f.name) is not None  # not of a segment being deleted or cleaned
+                    if headers:  # its batch headers instead (their size is known once they are read, at writing)
+                        tiers[4].append(Planned(str(f), planned.arcname + EXTRACT_SUFFIX, size, EXTRACT))
                     left.append(LeftOut(str(f), size, f"payloads of a large partition ({segments} bytes of segments, "
                                                       f"over --full-partition-bytes {full_partition_bytes}); its "
-                                                      "batch headers, indexes and checkpoints are taken"))
+                                                      f"{'batch headers, ' if headers else ''}indexes and "
+                                                      "checkpoints are taken"))
                 else:
                     tiers[tier].append(planned)
     for directory in _log4j_dirs(config, log4j_dirs):
