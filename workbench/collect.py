@@ -51,6 +51,7 @@ from pathlib import Path
 from workbench.errors import ConfigError
 from workbench.formats.header_extract import SUFFIX as EXTRACT_SUFFIX
 from workbench.formats.header_extract import extract_headers
+from workbench.formats.kraft_files import parse_java_properties
 
 #: A partition's segments are taken whole up to this many bytes (the default of ``--full-partition-bytes``).
 FULL_PARTITION_BYTES = 64 * 1024 * 1024
@@ -107,35 +108,6 @@ class Collected:
     taken: list[Planned] = field(default_factory=list)
     left_out: list[LeftOut] = field(default_factory=list)
     tools: list[dict] = field(default_factory=list)
-
-
-def read_properties(path: Path) -> dict[str, str]:
-    """A Java properties file's keys and values (``key=value``, ``key: value``, ``#``/``!``
-    comments, ``\\`` line continuations; escapes other than ``\\`` at line end kept as written).
-
-    Examples
-    --------
-    >>> import tempfile; p = Path(tempfile.mkdtemp()) / "server.properties"
-    >>> _ = p.write_text("# c\\nnode.id=3\\nlog.dirs = /a,\\\\\\n  /b\\nprocess.roles: broker\\n")
-    >>> read_properties(p)
-    {'node.id': '3', 'log.dirs': '/a,/b', 'process.roles': 'broker'}
-    """
-    out: dict[str, str] = {}
-    pending = ""
-    for raw in path.read_text("utf-8", "replace").splitlines():
-        line = pending + raw.lstrip() if pending else raw.strip()
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending = line[:-1]
-            continue
-        pending = ""
-        if not line or line[0] in "#!":
-            continue
-        m = re.match(r"^((?:[^=:\s\\]|\\.)+)\s*[=:\s]\s*(.*)$", line)
-        if m:
-            out[m.group(1)] = m.group(2).strip()
-        else:
-            out[line] = ""
-    return out
 
 
 def log_dirs(props: dict[str, str]) -> list[Path]:
@@ -198,7 +170,7 @@ def plan(config: Path, *, log4j_dirs: Sequence[Path] = (), full_partition_bytes:
     Returns the node id (``node.id``, else ``broker.id``), the log dirs, the files to take and
     the large partitions' segments left out.
     """
-    props = read_properties(config)
+    props = parse_java_properties(config.read_text("utf-8", "replace"))
     node_text = props.get("node.id") or props.get("broker.id")
     node = int(node_text) if node_text and node_text.lstrip("-").isdigit() and int(node_text) >= 0 else None
     base = f"nodes/{node if node is not None else 'unknown'}"
