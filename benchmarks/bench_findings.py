@@ -7,7 +7,7 @@ first area also pays the session's first table loads. ``--sites N`` also counts 
 area builds and times its actions (collects, counts, checkpoints) by the workbench function that
 runs them, printing the N costliest. Usage::
 
-    python benchmarks/bench_findings.py BUNDLE [--master local[2]] [--json FILE] [--sites N]
+    python benchmarks/bench_findings.py BUNDLE [--master local[2]] [--json FILE] [--sites N] [--conf K=V ...]
 
 Prints one line per area and the total, session start included.
 """
@@ -112,7 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
     parser.add_argument("--sites", type=int, default=0, metavar="N",
                         help="also count DataFrames and time actions by call site, printing the N costliest")
+    parser.add_argument("--conf", action="append", default=[], metavar="K=V",
+                        help="a Spark setting for the session, as a report could be given one (repeatable)")
     args = parser.parse_args(argv)
+    conf = dict(item.split("=", 1) for item in args.conf)
 
     import workbench
     from workbench.analysis.findings import area_has_data, areas, check_findings
@@ -120,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     from workbench.session import input_size
 
     t0 = time.monotonic()
-    spark = workbench.session(args.master, input_bytes=input_size(args.bundle))  # as a report's kernel starts it
+    spark = workbench.session(args.master, input_bytes=input_size(args.bundle),  # as a report's kernel starts it
+                              conf=conf or None)
     tracker = spark.sparkContext.statusTracker()
     inv = open_investigation(args.bundle, params={"bundle": args.bundle, "report": True}, spark=spark)
     rows_out = {"session_s": round(time.monotonic() - t0, 1), "areas": {}}

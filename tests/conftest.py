@@ -57,6 +57,7 @@ def pytest_collection_modifyitems(config, items):
 def spark():
     """A local Spark session with the workbench's data sources, stopped at the end of the run."""
     import workbench
+    from workbench.session import INTERPRETED_CONF
 
     session = workbench.session(
         "local[2]",
@@ -65,6 +66,9 @@ def spark():
         # module's cached tables: 1g ran out of heap late in a full run
         driver_memory="4g",
         conf={
+            # the suite's inputs are small: evaluated as a report evaluates a small bundle, without
+            # generated code (workbench.session.INTERPRETED_CONF)
+            **INTERPRETED_CONF,
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
             # C1 alone: the suite runs thousands of small, different queries, whose C2 compilations

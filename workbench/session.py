@@ -27,6 +27,22 @@ SMALL_INPUT_BYTES = 16 * 2**20
 #: The driver JVM options for small input (C1's code cache enlarged: its 48 MiB default fills with a
 #: session's generated classes, after which the JVM stops compiling).
 SMALL_INPUT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
+#: Input under this many bytes is evaluated without generated code (:data:`INTERPRETED_CONF`): each of
+#: a small bundle's few hundred queries is new, and compiling its generated classes with Janino (whose
+#: class lookups scan every jar of the classpath) cost more than interpreting its few rows
+#: (benchmarks/README.md, "Interpreted expressions for small bundles"); larger input keeps code generation.
+INTERPRETED_INPUT_BYTES = 64 * 2**20
+#: The settings that turn Spark's code generation off: whole-stage code generation, and the generated
+#: projections, predicates and orderings (``NO_CODEGEN``: Spark's interpreted expression evaluation).
+INTERPRETED_CONF: dict[str, str] = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+#: Spark's defaults of the same settings, set again for larger input (a kept session may have run a small one).
+GENERATED_CONF: dict[str, str] = {
+    "spark.sql.codegen.wholeStage": "true",
+    "spark.sql.codegen.factoryMode": "FALLBACK",
+}
 #: The driver JVM's logging: Spark's messages go to :func:`spark_log_path`, not to the terminal.
 LOG_CONFIG = Path(__file__).resolve().parent / "data" / "log4j2.properties"
 #: Newest log files kept; older ones are removed when a session starts.
@@ -58,7 +74,7 @@ def _extra_java_options(input_bytes: int | None = None) -> str:
     return f" {extra}" if extra else ""
 
 
-def input_size(path: str | Path, limit: int = SMALL_INPUT_BYTES) -> int | None:
+def input_size(path: str | Path, limit: int = INTERPRETED_INPUT_BYTES) -> int | None:
     """The bytes of the files under ``path`` (a directory, or one file such as an archive), counted up to
     ``limit`` and no further (a large data directory is not walked to its end); None when ``path`` is not
     a local file or directory (a URL, a missing path): its size is unknown."""
@@ -139,7 +155,8 @@ def session(
     input_bytes : int, optional
         The size of what the session will read, when known (:func:`input_size`): under
         :data:`SMALL_INPUT_BYTES` a new driver JVM runs with :data:`SMALL_INPUT_OPTIONS`, unless
-        ``$WORKBENCH_DRIVER_JAVA_OPTIONS`` says otherwise.
+        ``$WORKBENCH_DRIVER_JAVA_OPTIONS`` says otherwise; under :data:`INTERPRETED_INPUT_BYTES` the
+        session evaluates expressions without generated code (:data:`INTERPRETED_CONF`), above it with.
 
     Returns
     -------
@@ -170,6 +187,8 @@ def session(
     if "spark.driver.extraJavaOptions" not in (conf or {}):
         settings["spark.driver.extraJavaOptions"], archive = classarchive.session_options()
         settings["spark.driver.extraJavaOptions"] += _log_options() + _extra_java_options(input_bytes)
+    if input_bytes is not None:
+        settings.update(INTERPRETED_CONF if input_bytes < INTERPRETED_INPUT_BYTES else GENERATED_CONF)
     settings["spark.driver.memory"] = driver_memory or os.environ.get(MEMORY_ENV) or "1g"
     settings["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
     for key, value in (conf or {}).items():
