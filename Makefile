@@ -75,9 +75,11 @@ else
 endif
 
 # Everything `make test` runs, the older release's scenarios with their checks, and the tests marked
-# `full` (slower variants of checks make test runs once: tests/conftest.py)
+# `full` (slower variants of checks make test runs once: tests/conftest.py). LANE_ONLY=main or
+# LANE_ONLY=kernels runs one lane of it (tests/lanes.py): the whole takes hours on 2 cores.
+LANE_ONLY ?=
 test-full:
-	$(MAKE) test KAFKA_WORKBENCH_OLDER_RELEASE=1 KAFKA_WORKBENCH_FULL=1
+	WORKBENCH_LANE=$(LANE_ONLY) $(MAKE) test KAFKA_WORKBENCH_OLDER_RELEASE=1 KAFKA_WORKBENCH_FULL=1
 
 # The section notebooks from their jupytext scripts (the incident report's notebook is composed
 # from them by each report: workbench.report.composed_notebook)

@@ -11,6 +11,8 @@ whole when the lane ends (so ``collected``, ``FAILED`` and ``SKIPPED`` lines sta
 prints the end of each running lane's log first.
 
 Usage: ``python -m tests.lanes [pytest options...]`` (the same options go to both lanes).
+``$WORKBENCH_LANE`` (``main`` or ``kernels``; ``make test-full LANE_ONLY=kernels``) runs that lane
+alone: a whole ``make test-full`` outlasts one sitting, and its lanes pass or fail independently.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ KERNELS_LANE: tuple[str, ...] = (
     "tests/test_nothing_to_analyse.py",
     "tests/test_kernels.py",
 )
+#: The environment variable naming the one lane to run (unset or empty: both).
+ONLY_ENV = "WORKBENCH_LANE"
 #: Seconds between the one-line progress reports while the lanes run.
 HEARTBEAT_S = 300.0
 #: Runs whose directories (logs, each lane's ``--basetemp`` with its screenshots) are kept, newest first.
@@ -50,10 +54,14 @@ def lane_commands(options: list[str]) -> dict[str, list[str]]:
     if missing:
         raise SystemExit(f"tests/lanes.py: lane files missing: {missing}")
     base = [sys.executable, "-m", "pytest", *options]
-    return {
+    lanes = {
         "kernels": [*base, *KERNELS_LANE],
         "main": [*base, "tests", *[f"--ignore={p}" for p in KERNELS_LANE]],
     }
+    only = os.environ.get(ONLY_ENV, "").strip()
+    if only and only not in lanes:
+        raise SystemExit(f"tests/lanes.py: ${ONLY_ENV} names no lane: {only!r} (one of {', '.join(lanes)})")
+    return {only: lanes[only]} if only else lanes
 
 
 def _tail(log: Path, lines: int = 60) -> str:
