@@ -49,7 +49,7 @@ KEEP_RUNS = 3
 
 def lane_commands(options: list[str]) -> dict[str, list[str]]:
     """The pytest command line of each lane: ``kernels`` over :data:`KERNELS_LANE`, ``main`` over
-    ``tests`` without them."""
+    ``tests`` without them (only the lane :data:`ONLY_ENV` names, when it names one)."""
     missing = [p for p in KERNELS_LANE if not (REPO / p).is_file()]
     if missing:
         raise SystemExit(f"tests/lanes.py: lane files missing: {missing}")
