@@ -50,6 +50,10 @@ GROUPS = ("caught-up", "slow", "stopped", "behind-retention", "txn-app", "assign
 #: How long before a capture a producer may have stamped a batch the leader had not appended when
 #: the tool read the log end (a transactional batch waits for ``AddPartitionsToTxn``).
 APPEND_SLACK_MS = 5000
+#: Burrow as configured to judge the ``stopped`` group: the default ring (10 polls) of log ends fetched
+#: every 2 s (``offset-refresh``), so that it looks back 18 s, well within the minute the scenario keeps
+#: the group's offsets after it left.
+STOP_BURROW = {"burrow_intervals": 10, "burrow_refresh_s": 2}
 
 
 @pytest.fixture(scope="module", params=built_on("consumer_lag"))
@@ -391,11 +395,17 @@ def test_burrow_rates_the_stopped_group_stop_until_its_offsets_are_removed(bundl
     offsets or the last growth of its partitions' logs (Kafka's dump: the largest batch timestamp),
     whichever comes first, and rated STOP after its last commit (before it only where its commits paused
     longer than its window spans); the ``caught-up`` group, which never stopped,
-    is STOP only while the scenario had its consumer paused (SIGSTOP for a capture) with records left."""
+    is STOP only while the scenario had its consumer paused (SIGSTOP for a capture) with records left.
+
+    The stopped group is judged by a Burrow polling the log ends every 2 s (:data:`STOP_BURROW`): with the
+    default 10 s its ring of log ends looks back 90 s, longer than the scenario keeps the group's offsets
+    (``offsets.retention.minutes=1``), and a group whose last commit caught up with the log end
+    stays OK under that rule until its offsets are gone."""
     _path, manifest, tables = bundle
     status = cl.group_status_for(tables, {}).toPandas()
     assert set(status.group) == set(GROUPS)
-    stopped = status[status.group == "stopped"].sort_values("time")
+    judged = cl.group_status_for(tables, STOP_BURROW).toPandas()
+    stopped = judged[judged.group == "stopped"].sort_values("time")
     mine = lags[lags.group == "stopped"]
     last_commit = mine.commit_time.max()
     removed = (cl.removed_offsets(tables.offsets).where(F.col("group") == "stopped")
@@ -411,14 +421,15 @@ def test_burrow_rates_the_stopped_group_stop_until_its_offsets_are_removed(bundl
     for row in stop[stop.time <= last_commit].itertuples(index=False):
         held = [c for c in commits if c <= row.time][-int(row.min_window):]
         assert held and row.time - held[-1] > held[-1] - held[0], (row, held)
-    # evaluated after its last commit every Burrow refresh (10 s) up to the removal or the logs' last
+    # evaluated after its last commit every Burrow refresh up to the removal or the logs' last
     # growth (a CI build's production ended 15 s before the removal), not only at commits
     grown = max(b["max_timestamp"] for tp in {(t, p) for t, p in zip(mine.topic, mine.partition, strict=True)}
                 for b in dumped[tp])
     until = min(pd.Timestamp(removed), pd.Timestamp(grown, unit="ms"))
     after = stopped[stopped.time > last_commit]
-    assert after.time.max() > until - pd.Timedelta(seconds=10) and after.time.max() <= until, (until, removed)
-    assert after.time.diff().dropna().max() <= pd.Timedelta(seconds=10)
+    refresh = pd.Timedelta(seconds=STOP_BURROW["burrow_refresh_s"])
+    assert after.time.max() > until - refresh and after.time.max() <= until, (until, removed)
+    assert after.time.diff().dropna().max() <= pd.Timedelta(seconds=STOP_BURROW["burrow_refresh_s"])
     paused, since = [], None
     for e in manifest["events"]:
         if e["event"] == "consumers_paused" and "consumer-caught-up" in e["consumers"]:
@@ -434,9 +445,9 @@ def test_burrow_partition_runs_are_each_partitions_statuses_in_turn_and_the_view
     """What the view draws per partition: each partition's Burrow statuses at the evaluated instants,
     cut into runs of one status, equal to the same cut made here from the statuses themselves; the
     ``stopped`` group's partitions end in STOP, the ``slow`` group has a STALL run, and the view's
-    frame keeps both groups' troubled partitions."""
+    frame keeps both groups' troubled partitions (Burrow polling every 2 s, as in the test above)."""
     _path, _manifest, tables = bundle
-    status = cl.partition_status_for(tables, {}).toPandas()
+    status = cl.partition_status_for(tables, STOP_BURROW).toPandas()
     status = status[status.status.notna()].sort_values(["group", "topic", "partition", "time"])
     rows = []
     for (group, topic, part), one in status.groupby(["group", "topic", "partition"], sort=False):
@@ -446,7 +457,7 @@ def test_burrow_partition_runs_are_each_partitions_statuses_in_turn_and_the_view
         rows += [(group, topic, int(part), st, start, end, n, lag)
                  for (st, start, n, lag), end in zip(runs, ends, strict=True)]
     want = pd.DataFrame(rows, columns=list(cl.RUN_COLUMNS))
-    got = cl.status_runs(cl.partition_status_for(tables, {})).toPandas()
+    got = cl.status_runs(cl.partition_status_for(tables, STOP_BURROW)).toPandas()
     key = ["group", "topic", "partition", "start"]
     pd.testing.assert_frame_equal(got.sort_values(key).reset_index(drop=True),
                                   want.sort_values(key).reset_index(drop=True), check_dtype=False)
@@ -455,7 +466,7 @@ def test_burrow_partition_runs_are_each_partitions_statuses_in_turn_and_the_view
     assert (got[got.group == "slow"].status == "STALL").any()
     from workbench.analysis.consumer_lag import area as lag_area
 
-    shown = lag_area.view_frames(lag_area.analyse(tables, {}))["burrow_partitions"].toPandas()
+    shown = lag_area.view_frames(lag_area.analyse(tables, STOP_BURROW))["burrow_partitions"].toPandas()
     troubled = {(g, t, p) for g, t, p, s in zip(got.group, got.topic, got.partition, got.status, strict=True)
                 if s != "OK" and g in ("stopped", "slow")}
     assert troubled and troubled <= set(zip(shown.group, shown.topic, shown.partition, strict=True))
