@@ -249,6 +249,30 @@ def test_burrow_status_of_many_partitions_per_call_equals_one_call_per_partition
     assert got.select(F.countDistinct("group", "partition")).first()[0] == 18
 
 
+def test_burrow_ring_of_a_partition_younger_than_the_look_back_starts_at_its_first_batch(spark):
+    """A group that caught up with a new partition's first batch and stopped: Burrow's ring of log ends
+    holds its polls since the partition appeared, the oldest at most the first batch's base offset, at
+    or below the group's offset, so a ring that reaches back past the partition's start keeps the group
+    OK (``checkIfRecentLagZero``); a ring that looks back only into the log's growth since rates it STOP."""
+    growth = spark.createDataFrame([("t", 0, at(10 * i), 10 * i, 10 * i + 10) for i in range(4)],
+                                   "topic string, partition int, reached timestamp, base_offset long, end_offset long")
+    lags = spark.createDataFrame([("g", "t", 0, at(s), 10, 0) for s in (1, 2, 3)],
+                                 "group string, topic string, partition int, commit_time timestamp, "
+                                 "committed_offset long, records_lag long")
+    instants = spark.createDataFrame([("g", at(s)) for s in (15, 25, 35)], "group string, time timestamp")
+
+    def statuses(**ring):
+        got = cl.burrow_status(lags, growth, instants=instants, intervals=10, **ring)
+        return [r.status for r in got.orderBy("time").collect()]
+
+    assert statuses(refresh_s=10) == ["OK", "OK", "OK"]      # looks back 90 s: before the first batch
+    # 9 s: at 15 s the ring reaches back to the log end of 6 s (10, the group's offset), later past it
+    assert statuses(refresh_s=1) == ["OK", "STOP", "STOP"]
+    # without the batches' base offsets the ring before the first batch is unknown: no poll counts
+    assert cl.burrow_status(lags, growth.drop("base_offset"), instants=instants, intervals=10,
+                            refresh_s=10).where("status = 'STOP'").count() == 3
+
+
 def test_group_instants_reach_the_logs_end_or_the_removal_of_the_offsets_within_the_points(spark):
     """Between and after a group's commits, instants every ``every_s`` up to its logs' last growth
     (or the first removal of its offsets after its last commit), thinned to ``points``; a group whose

@@ -29,7 +29,8 @@ Burrow's own evaluator test vectors in ``tests/analysis/test_burrow_rules.py``) 
 bookkeeping (:func:`evaluate`); :mod:`workbench.analysis.consumer_lag` applies them to every commit of
 a bundle in Spark. The only departure from a live Burrow is for the better: the lag of each commit and
 the recent log end offsets are the exact log end at those times (from the segments), not the
-value of Burrow's last poll.
+value of Burrow's last poll (before a partition's first batch in the bundle, that batch's base offset:
+the most a poll could then have seen).
 
 Examples
 --------

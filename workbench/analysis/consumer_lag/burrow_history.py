@@ -60,7 +60,8 @@ def burrow_inputs(lags: DataFrame, growth: DataFrame, *, instants: DataFrame | N
     -------
     DataFrame
         ``group, topic, partition, time, offset, lag, is_commit`` (commits: offset and lag) and
-        ``_leo_now, _leo_recent`` (instants: the log end then and ``intervals`` polls before).
+        ``_leo_now, _leo_recent`` (instants: the log end then and ``intervals`` polls before; before
+        the partition's first batch, that batch's base offset when ``growth`` has it).
     """
     require_columns(lags, ("group", "topic", "partition", "commit_time", "committed_offset", "records_lag"),
                     "burrow_status")
@@ -80,6 +81,13 @@ def burrow_inputs(lags: DataFrame, growth: DataFrame, *, instants: DataFrame | N
                   suffix="_now")
     points = asof(points.withColumn("_back", F.col("time") - lookback), ends, by=["topic", "partition"],
                   left_time="_back", right_time="reached", columns=["_leo"], suffix="_recent").drop("_back")
+    if "base_offset" in growth.columns:
+        # a look-back past a partition's first batch in the bundle: Burrow's ring then holds its polls
+        # since it first saw the partition, the oldest at most the log end before that batch (its base
+        # offset; a partition younger than the ring is judged as Burrow judges it, not as one with no poll)
+        first = growth.groupBy("topic", "partition").agg(F.min("base_offset").alias("_leo_first"))
+        points = (points.join(first, ["topic", "partition"], "left")
+                  .withColumn("_leo_recent", F.coalesce("_leo_recent", "_leo_first")).drop("_leo_first"))
     rows = commits.select(*keys, "time", "offset", "lag", "is_commit",
                           F.lit(None).cast("long").alias("_leo_now"), F.lit(None).cast("long").alias("_leo_recent")) \
         .unionByName(points.select(*keys, "time", F.lit(None).cast("long").alias("offset"),
