@@ -49,11 +49,13 @@ chromium:
 # registry, layers, docstrings, CLI checks, report composition. No Kafka (jars, clusters, bundles), no
 # notebook kernel or second JVM, no browser, no large synthetic input: the tests marked kafka,
 # kernel, browser, cluster or scale are not collected, and nothing is fetched or built but the venv.
-# Two pytest-xdist workers, one per core (CHECK_JOBS=0: one process).
+# Two pytest-xdist workers, one per core (CHECK_JOBS=0: one process), an idle worker taking
+# tests from the other's queue (`--dist worksteal`: a few tests take 10-30 s among a thousand of
+# under a second, and xdist's default hands each worker its share up front; benchmarks/README.md).
 CHECK_MARKERS := not kafka and not kernel and not browser and not cluster and not scale
 CHECK_JOBS ?= 2
 check: venv
-	$(PY) -m pytest -m "$(CHECK_MARKERS)" -n $(CHECK_JOBS) $(PYTEST_ARGS)
+	$(PY) -m pytest -m "$(CHECK_MARKERS)" -n $(CHECK_JOBS) --dist worksteal $(PYTEST_ARGS)
 
 # The suite: every scenario bundle is built first (three at a time, nothing else running: on a
 # loaded 2-core machine Kafka's clusters, MirrorMaker 2 and the clients time out, and the timing
