@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 from workbench.analysis._checks import require_columns
 from workbench.analysis.quorum.appends import APPENDS_COLUMNS, METADATA_TOPIC
+from workbench.analysis.sql import sql_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -190,6 +191,43 @@ def _replica_ends(batches: DataFrame) -> DataFrame:
         F.lit("the last record this node's log holds, at the leader's append time").alias("note"))
 
 
+def _known_offsets(known: DataFrame) -> DataFrame:
+    """:func:`offset_times` with what the lookups of :func:`node_offsets` read, kept as rows: ``reach``
+    (the leader's last record by ``time``: the largest offset appended by then) and ``reach_time``
+    (its append time), and ``next_time`` (the append time of the next known offset)."""
+    by_time = "OVER (PARTITION BY _k ORDER BY time, offset ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    reach = f"max(struct(offset, time)) {by_time}"
+    return (known.selectExpr("1 AS _k", "offset", "time")
+            .selectExpr("_k", "offset", "time", f"{reach}.offset AS reach", f"{reach}.time AS reach_time",
+                        "lead(time) OVER (PARTITION BY _k ORDER BY offset) AS next_time")
+            .localCheckpoint(eager=True))
+
+
+def _leader_and_record_times(obs: DataFrame, known: DataFrame) -> DataFrame:
+    """Each observation with the leader's last record at its ``time`` (``leader_offset``, ``leader_time``:
+    the last known reach at or before it) and the append times of its ``offset`` (``record_time``: the
+    first known offset at or after it; offsets grow with time) and of the next record (``missing_since``),
+    in one pass over the observations and the known offsets together."""
+    columns = obs.columns
+    left = obs.selectExpr("1 AS _k", "time AS _t", "offset AS _o", "1 AS _side",
+                          f"struct({', '.join(sql_name(c) for c in columns)}) AS _l",
+                          "CAST(NULL AS STRUCT<reach: BIGINT, reach_time: TIMESTAMP>) AS _r",
+                          "CAST(NULL AS STRUCT<offset: BIGINT, time: TIMESTAMP, next_time: TIMESTAMP>) AS _a")
+    right = known.selectExpr("_k", "time AS _t", "offset AS _o", "0 AS _side",
+                             f"CAST(NULL AS {left.schema['_l'].dataType.simpleString()}) AS _l",
+                             "struct(reach, reach_time) AS _r", "struct(offset, time, next_time) AS _a")
+    # right rows sort before left rows of the same key: "at or before" (as in workbench.analysis.logs.asof)
+    frame = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+    filled = left.unionByName(right).selectExpr(
+        "_side", "_l",
+        f"last(_r, true) OVER (PARTITION BY _k ORDER BY _t, _side, _r.reach {frame}) AS _reach",
+        f"last(_a, true) OVER (PARTITION BY _k ORDER BY _o DESC NULLS FIRST, _side {frame}) AS _at")
+    return filled.where("_side = 1").selectExpr(
+        *[f"_l.{sql_name(c)} AS {sql_name(c)}" for c in columns],
+        "_reach.reach AS leader_offset", "_reach.reach_time AS leader_time", "_at.time AS record_time",
+        "CASE WHEN _at.offset = _l.offset THEN _at.next_time ELSE _at.time END AS missing_since")
+
+
 def offset_times(appends: DataFrame, positions: DataFrame | None = None) -> DataFrame:
     """Known append times of metadata log offsets: the log's batches, snapshots and gauge readings.
 
@@ -291,32 +329,18 @@ def node_offsets(appends: DataFrame, *, metrics: DataFrame | None = None, replic
         parts = parts.unionByName(written, allowMissingColumns=True)
     if batches is not None:
         parts = parts.unionByName(_replica_ends(batches), allowMissingColumns=True)
-    # the observations and the offsets' times are read by every as-of pass below: each is kept once
-    # (a few rows a node and a second), so the passes plan and run from rows, not from their lineage
+    # the observations are read by both passes below: kept once (a few rows a node and a second),
+    # so the passes plan and run from rows, not from their lineage
     parts = parts.where(F.col("time").isNotNull() & F.col("offset").isNotNull()).localCheckpoint(eager=True)
-
-    known = offset_times(appends, parts).withColumn("_k", F.lit(1)).localCheckpoint(eager=True)
-    # the leader's last record at each moment: the largest offset appended by then
-    by_time = known.withColumn("_reach", F.max("offset").over(
-        Window.partitionBy("_k").orderBy("time", "offset").rowsBetween(Window.unboundedPreceding, 0)))
-    leader_ends = by_time.select("_k", F.col("time").alias("_t"), F.col("_reach").alias("leader_offset"))
+    known = _known_offsets(offset_times(appends, parts))
     # an unanswered node held at most what the log had shortly after its last answer: an offset
     # the log reached only later is another record there (a write an election dropped)
-    obs = parts.withColumn("_k", F.lit(1)).withColumn(
-        "_held_at", F.col("answered_at") + F.expr(f"INTERVAL {ANSWER_SLACK_MS} MILLISECONDS"))
-    obs = asof(obs, leader_ends.withColumnRenamed("leader_offset", "_held"), by=["_k"], left_time="_held_at",
-               right_time="_t", columns=["_held"])
-    obs = (obs.withColumn("offset", F.when(F.col("_held").isNotNull(), F.least("offset", "_held"))
-                          .otherwise(F.col("offset")))
-           .withColumn("_next", F.col("offset") + 1))
-    obs = asof(obs, leader_ends,
-               by=["_k"], left_time="time", right_time="_t", columns=["leader_offset"])
-    # append time of an offset: the first known offset at or after it (offsets grow with time)
-    ahead = known.select("_k", (-F.col("offset")).alias("_neg"), "time")
-    for column, target in (("offset", "record_time"), ("_next", "missing_since"), ("leader_offset", "leader_time")):
-        obs = obs.withColumn("_q", -F.col(column))
-        obs = asof(obs, ahead.withColumnRenamed("time", target), by=["_k"], left_time="_q", right_time="_neg",
-                   columns=[target])
+    unanswered = parts.where(F.col("answered_at").isNotNull()).selectExpr(
+        "*", "1 AS _k", f"answered_at + INTERVAL {ANSWER_SLACK_MS} MILLISECONDS AS _held_at")
+    unanswered = asof(unanswered, known, by=["_k"], left_time="_held_at", right_time="time", columns=["reach"])
+    unanswered = unanswered.selectExpr(*["least(offset, coalesce(reach, offset)) AS offset" if c == "offset"
+                                         else sql_name(c) for c in parts.columns])
+    obs = _leader_and_record_times(parts.where(F.col("answered_at").isNull()).unionByName(unanswered), known)
     record_time = F.coalesce("record_time", "reported_time")
     behind = F.col("leader_offset") > F.col("offset")
     out = (obs
