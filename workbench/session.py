@@ -107,6 +107,8 @@ def prune_logs(folder: Path, pattern: str) -> None:
 
 #: A static setting: fixed when the driver starts, not settable through a Connect session
 CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries"
+#: PySpark's switch for the Python call sites of DataFrame errors (off here: ``conf`` may turn it on).
+DEBUGGING_CONF = "spark.python.sql.dataFrameDebugging.enabled"
 
 _ONE_MACHINE_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
@@ -118,6 +120,10 @@ _ONE_MACHINE_CONF: dict[str, str] = {
     # Generated classes kept for reuse: Spark's default, 100, is fewer than the analyses generate,
     # so a bundle opened again compiled the same stage code again with Janino
     CODEGEN_CACHE: "2000",
+    # PySpark's DataFrame debugging records the Python call site of every column function in the
+    # driver JVM (a stack walk and four or more round trips each): about half of all round trips
+    # an analysis makes while it builds its plans (benchmarks/README.md, "bench_findings.py")
+    DEBUGGING_CONF: "false",
     # The JVM's default tiered compilation: C1 alone (-XX:TieredStopAtLevel=1) saved CPU in a short
     # report, but its code cache defaults to 48 MiB, which a session's generated classes fill within
     # minutes (the demo bundle's tier findings: "CodeCache is full. Compiler has been disabled"),
