@@ -121,8 +121,8 @@ _ONE_MACHINE_CONF: dict[str, str] = {
     # so a bundle opened again compiled the same stage code again with Janino
     CODEGEN_CACHE: "2000",
     # PySpark's DataFrame debugging records the Python call site of every column function in the
-    # driver JVM (a stack walk and four or more round trips each): about half of all round trips
-    # an analysis makes while it builds its plans (benchmarks/README.md, "bench_findings.py")
+    # driver JVM (a stack walk and several round trips each), much of what building an analysis'
+    # plans costs (benchmarks/README.md, "PySpark's DataFrame debugging off")
     DEBUGGING_CONF: "false",
     # The JVM's default tiered compilation: C1 alone (-XX:TieredStopAtLevel=1) saved CPU in a short
     # report, but its code cache defaults to 48 MiB, which a session's generated classes fill within
