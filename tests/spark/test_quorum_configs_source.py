@@ -72,3 +72,30 @@ def test_hide_secrets(spark):
     assert [(r.name, r.value, r.sensitive) for r in got.collect()] == [
         ("ssl.keystore.password", "[hidden]", True), ("sasl.jaas.config", "[hidden]", True),
         ("listeners", "PLAINTEXT://:9092", False), ("ssl.key.password", None, True)]
+
+
+@pytest.mark.parametrize("secrets", [False, True])
+def test_static_settings_are_the_tables_static_rows_without_a_spark_job(spark, tmp_path, secrets):
+    """``static_settings`` comes from the rows building ``configs`` read (no job), equal to a collect of
+    the table's static rows in its order (node, then path), secrets hidden as the table hides them."""
+    from pyspark.sql import functions as F
+
+    from workbench.spark.configs import static_settings
+
+    texts = {"nodes/2/config/server.properties": "node.id=2\nssl.keystore.password=s3cret\nlisteners=PLAINTEXT://:9092",
+             "nodes/1/config/server.properties": "node.id=1\nsasl.jaas.config=x required;\nssl.Key=k\nnum.partitions=0",
+             "nodes/1/config/b/server.properties": "node.id=1\nmy.token=t"}
+    for rel, text in texts.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    tables = workbench.load(workbench.open_bundle(tmp_path), spark, config_secrets=secrets)
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup(None))
+    got = static_settings(tables)
+    assert set(tracker.getJobIdsForGroup(None)) == before
+    want = [tuple(r) for r in tables.configs.where(F.col("scope") == "static")
+            .select("node_id", "name", "value", "path", "cluster_id").orderBy("node_id", "path").collect()]
+    assert sorted(got, key=str) == sorted(want, key=str) and [s[3] for s in got] == [s[3] for s in want]
+    hidden = {s[1] for s in got if s[2] == "[hidden]"}
+    assert hidden == (set() if secrets else {"ssl.keystore.password", "sasl.jaas.config", "ssl.Key", "my.token"})
+    assert ("num.partitions", None) in {(s[1], s[2]) for s in got}   # out of range: null, as in the table

@@ -228,11 +228,15 @@ def build_configs(ctx: BuildContext) -> Built:
     """Static settings of every properties file, then every ``ConfigRecord`` of the metadata log."""
     spark = ctx.spark
     rows, problems = static_rows(ctx)
+    hide = not ctx.option("config_secrets", False)
+    keep = getattr(ctx.tables, "kept", None)
+    if keep is not None:   # what static_settings returns, from the rows themselves: no Spark job
+        keep(STATIC_KEY, lambda: _settings_of(rows, hide))
     static = spark.createDataFrame(rows, CONFIGS_SCHEMA)
     dynamic = (dynamic_configs(ctx.tables["metadata"], node_clusters(ctx)) if ctx.bundle.metadata_files
                else spark.createDataFrame([], CONFIGS_SCHEMA))
     out = static.unionByName(dynamic)
-    if not ctx.option("config_secrets", False):
+    if hide:
         out = hide_secrets(out)
     return Built(out, spark.createDataFrame(problems, PROBLEMS_SCHEMA))
 
@@ -251,11 +255,24 @@ def static_config(tables: Mapping[str, DataFrame], name: str) -> DataFrame:
             .select("node_id", "value", "path").orderBy("node_id", "path"))
 
 
+#: Key of :func:`static_settings`' list kept with the tables (:meth:`~workbench.spark.registry.Tables.kept`).
+STATIC_KEY = "configs.static"
+
+
+def _settings_of(rows: list[tuple], hide: bool) -> list[tuple[int | None, str, str | None, str, str | None]]:
+    """:func:`static_settings` from :func:`static_rows`' rows: values hidden as :func:`hide_secrets`
+    hides them, in the order of the table's ``orderBy("node_id", "path")`` (a file's own order within it)."""
+    out = [(r[9], r[3], HIDDEN if hide and r[4] is not None and SECRET_NAME.search(r[3].lower()) else r[4],
+            r[12], r[11]) for r in rows]
+    return sorted(out, key=lambda s: (s[0] is not None, s[0] if s[0] is not None else 0, s[3] is not None, s[3] or ""))
+
+
 def static_settings(tables: Any) -> list[tuple[int | None, str, str | None, str, str | None]]:
     """Every static setting of the nodes' properties files as ``(node_id, name, value, path, cluster_id)``.
 
-    Collected once per loaded bundle (``tables.kept``; tables without it collect each time): several
-    areas read a few settings each, and one small collect costs what one setting's did.
+    Kept once per loaded bundle (``tables.kept``): building the ``configs`` table keeps the list from
+    the rows it read, so no Spark job runs (a collect of the table would compute its dynamic part from
+    the metadata log too). Tables without ``kept`` (a mapping of frames) collect it each time.
     """
     from pyspark.sql import functions as F
 
@@ -266,7 +283,8 @@ def static_settings(tables: Any) -> list[tuple[int | None, str, str | None, str,
 
     from workbench.spark.registry import kept_with
 
-    return kept_with(tables, "configs.static", collect)
+    tables["configs"]   # built (lazily) now: a Tables' build keeps the list
+    return kept_with(tables, STATIC_KEY, collect)
 
 
 def effective_configs(configs: DataFrame, at: Any = None) -> DataFrame:
