@@ -272,17 +272,15 @@ class Investigation:
 
     def summary(self) -> dict[str, Any]:
         """The machine-readable result: findings, chains, per-area key figures, inputs and parameters."""
-        from pyspark.sql import functions as F
-
         from workbench.analysis.correlate import chain_summaries
         from workbench.analysis.findings import areas
         from workbench.summary import frame_records
 
         findings = self.findings().toPandas()
-        by_area = (self.findings().groupBy("area", "severity").agg(F.count("*").alias("n")).collect())
+        by_area = findings.groupby(["area", "severity"]).size()   # from the rows at hand: no second job
         figures: dict[str, dict[str, Any]] = {}
         for name, area in areas().items():
-            counts = {f"{r['severity']}_findings": int(r["n"]) for r in by_area if r["area"] == name}
+            counts = {f"{severity}_findings": int(n) for (where, severity), n in by_area.items() if where == name}
             data = self.has_data(name)  # an area without data has no figures (not zeros)
             extra: dict[str, Any] = {}
             if area.key_figures and data and name not in self.failed:
@@ -341,11 +339,14 @@ class Investigation:
         from pyspark.sql import functions as F
 
         from workbench.analysis.findings import areas
+        from workbench.spark.registry import kept_with
 
-        rows = []
-        for area in areas().values():
-            for name in area.tables:
-                rows.append((area.name, area.title, name, self.tables[name].limit(1_000_000).count()))
+        def held(name: str) -> int:   # each table counted once, however many areas read it
+            none = getattr(self.tables, "reads_no_file", lambda _t: False)
+            return kept_with(self.tables, f"rows_upto_1m:{name}",
+                             lambda: 0 if none(name) else self.tables[name].limit(1_000_000).count())
+
+        rows = [(area.name, area.title, name, held(name)) for area in areas().values() for name in area.tables]
         frame = self.spark.createDataFrame(rows, "area string, title string, table string, rows long")
         return frame.orderBy(F.col("area"), "table")
 
