@@ -508,7 +508,7 @@ class Tables(Mapping[str, "DataFrame"]):
         problems of every table built so far and of every table the bundle has files for
         (:meth:`with_files`; built now if need be, so a report's appendix lists a bad value in a
         file no section read). A table whose build fails adds one ``table_error`` row naming it
-        (raised in strict mode)."""
+        (raised in strict mode). Kept per set of tables built (a report reads it three times)."""
         failed = []
         for name in self.with_files():
             try:
@@ -517,12 +517,16 @@ class Tables(Mapping[str, "DataFrame"]):
                 if self.options.get("strict"):
                     raise
                 failed.append((-1, str(self.bundle.root), None, "table_error", f"table {name} not read: {exc}"))
-        out = self.spark.createDataFrame(
-            [(-1, p.path, p.position, p.kind, p.detail) for p in self.bundle.problems] + failed, PROBLEMS_SCHEMA)
-        for built in list(self._built.values()):
-            if built.problems is not None:
-                out = out.unionByName(built.problems)
-        return out.dropDuplicates()
+
+        def union() -> DataFrame:
+            out = self.spark.createDataFrame(
+                [(-1, p.path, p.position, p.kind, p.detail) for p in self.bundle.problems] + failed, PROBLEMS_SCHEMA)
+            for built in list(self._built.values()):
+                if built.problems is not None:
+                    out = out.unionByName(built.problems)
+            return out.dropDuplicates()
+
+        return self.derive("problems:" + ",".join(self._built) + "|" + "|".join(f[4] for f in failed), union)
 
     def derive(self, key: str, compute: Callable[[], DataFrame]) -> DataFrame:
         """A result computed from these tables once and kept with them, under ``key``.
