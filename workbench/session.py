@@ -110,12 +110,17 @@ CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries"
 #: PySpark's switch for the Python call sites of DataFrame errors (off here: ``conf`` may turn it on).
 DEBUGGING_CONF = "spark.python.sql.dataFrameDebugging.enabled"
 
+#: Spark's setting that offers a read's filters to a Python data source (``DataSourceReader.pushFilters``).
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
 _ONE_MACHINE_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.session.timeZone": "UTC",
-    "spark.sql.python.filterPushdown.enabled": "true",
+    # No data source of the workbench takes filters (none overrides DataSourceReader.pushFilters): asking
+    # it would start one more Python daemon and add a round trip to planning each filtered read
+    PUSHDOWN_CONF: "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # Generated classes kept for reuse: Spark's default, 100, is fewer than the analyses generate,
     # so a bundle opened again compiled the same stage code again with Janino
