@@ -260,11 +260,14 @@ STATIC_KEY = "configs.static"
 
 
 def _settings_of(rows: list[tuple], hide: bool) -> list[tuple[int | None, str, str | None, str, str | None]]:
-    """:func:`static_settings` from :func:`static_rows`' rows: values hidden as :func:`hide_secrets`
-    hides them, in the order of the table's ``orderBy("node_id", "path")`` (a file's own order within it)."""
-    out = [(r[9], r[3], HIDDEN if hide and r[4] is not None and SECRET_NAME.search(r[3].lower()) else r[4],
-            r[12], r[11]) for r in rows]
-    return sorted(out, key=lambda s: (s[0] is not None, s[0] if s[0] is not None else 0, s[3] is not None, s[3] or ""))
+    """:func:`static_settings` from :func:`static_rows`' rows (every node id a number, -1 when unknown):
+    values hidden as :func:`hide_secrets` hides them, in the order of the table's
+    ``orderBy("node_id", "path")`` (a file's own order within it)."""
+    at = {c.split()[0]: i for i, c in enumerate(CONFIGS_SCHEMA.split(", "))}
+    node, name, value, path, cluster = at["node_id"], at["name"], at["value"], at["path"], at["cluster_id"]
+    out = [(r[node], r[name], HIDDEN if hide and r[value] is not None and SECRET_NAME.search(r[name].lower())
+            else r[value], r[path], r[cluster]) for r in rows]
+    return sorted(out, key=lambda s: (s[0], s[3]))
 
 
 def static_settings(tables: Any) -> list[tuple[int | None, str, str | None, str, str | None]]:
