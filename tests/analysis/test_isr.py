@@ -209,6 +209,35 @@ def test_every_kafka_gauge_sample_is_judged_against_its_own_series(spark):
     assertDataFrameEqual(got, want)
 
 
+def test_a_partition_entering_a_count_as_another_leaves_it_is_a_step_the_gauge_passes_through(spark):
+    """Two partitions of one leader swap places in ``AtMinIsrPartitionCount`` in one metadata batch:
+    the count stays 1, but Kafka updates its partitions one at a time and a sample between them reads
+    0 (seen in a real scenario). The series has a row at that moment, so a sample just after it is
+    settling; a 0 read well after it still differs. Kafka's ``UnderMinIsrPartitionCount``, which only
+    grows there, is a plain step."""
+    log = MetadataLog()
+    log.config(0, 4, "", "min.insync.replicas", "2")
+    log.topic(1, "orders", ORDERS).partition(1, ORDERS, 0, [1, 2, 3], [1, 2, 3], 1)
+    log.partition(1, ORDERS, 1, [1, 2, 3], [1, 2, 3], 1)
+    log.change(10, ORDERS, 1, isr=[1, 2])                    # at min ISR
+    log.change(20, ORDERS, 0, isr=[1, 2]).change(20, ORDERS, 1, isr=[1])  # one in, one out: still one
+    log.noop(30)
+    states = isr.partition_states(states_frame(spark, log))
+    got = isr.leader_gauges(states).where("gauge in ('AtMinIsrPartitionCount', 'UnderMinIsrPartitionCount')")
+    gauges = "broker int, gauge string, time timestamp, value int"
+    at_min, under = "AtMinIsrPartitionCount", "UnderMinIsrPartitionCount"
+    assertDataFrameEqual(got, spark.createDataFrame(
+        [(1, at_min, at(1), 0), (1, at_min, at(10), 1), (1, at_min, at(20), 1), (1, at_min, at(30), 1),
+         (1, under, at(1), 0), (1, under, at(20), 1), (1, under, at(30), 1)], gauges))
+    reported = spark.createDataFrame([(1, at_min, at(20.3), 0), (1, at_min, at(25), 0), (1, at_min, at(26), 1)],
+                                     gauges)
+    assertDataFrameEqual(
+        isr.gauges_beside_reported(got, reported).select("time", "reported", "computed", "settling", "agrees"),
+        spark.createDataFrame([(at(20.3), 0, 1, True, None), (at(25), 0, 1, False, False),
+                               (at(26), 1, 1, False, True)],
+                              "time timestamp, reported int, computed int, settling boolean, agrees boolean"))
+
+
 def test_zookeeper_era_controller_gauges_are_judged_at_the_active_controller_only(spark):
     """A ZooKeeper-era broker reports ``OfflinePartitionsCount`` 0 unless it is the active controller
     (Kafka's ``KafkaController``): in such a cluster a sample is judged when the same sample holds

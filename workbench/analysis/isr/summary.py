@@ -48,22 +48,27 @@ LEADER_GAUGES = {"LeaderCount": None, "UnderReplicatedPartitions": "under_replic
                  "AtMinIsrPartitionCount": "at_min_isr", "UnderMinIsrPartitionCount": "under_min_isr"}
 
 
+#: What names one partition in the states (a ZooKeeper-era topic has no id).
+_PARTITION = ("cluster_id", "topic", "topic_id", "partition")
+
+
 def leader_gauges(states: DataFrame) -> DataFrame:
     """Kafka's per-broker ``ReplicaManager`` gauges (:data:`LEADER_GAUGES`), computed as step series.
 
     A broker's gauge counts the partitions it leads in a state (Kafka's ``Partition.isUnderReplicated``,
     ``isAtMinIsr``, ``isUnderMinIsr``, ``isLeader``); one row per broker and gauge at its first
-    leadership, at each change and at the end of the log. Brokers are keyed by id, as the metric
-    exports are.
+    leadership, at each moment a partition enters or leaves its count (the value may stay: one
+    partition in, one out) and at the end of the log. Brokers are keyed by id, as the metric exports are.
 
     Returns
     -------
     DataFrame
         ``broker int, gauge string, time timestamp, value int``.
     """
-    require_columns(states, ("leader", "start", "end", "end_reason", *filter(None, LEADER_GAUGES.values())),
-                    "leader_gauges")
-    return _led_counts(states, {g: F.lit(True) if c is None else F.col(c) for g, c in LEADER_GAUGES.items()})
+    require_columns(states, ("leader", "start", "end", "end_reason", *_PARTITION,
+                             *filter(None, LEADER_GAUGES.values())), "leader_gauges")
+    return _led_counts(states, {g: F.lit(True) if c is None else F.col(c) for g, c in LEADER_GAUGES.items()},
+                       in_passing=True)
 
 
 #: Kafka's per-partition gauges and what each reads on the leader; a replica that does not lead reads 0
@@ -93,10 +98,10 @@ def partition_gauges(states: DataFrame) -> DataFrame:
             .where(F.col("_prev").isNull() | (F.col("_prev") != F.col("value"))).drop("_prev"))
 
 
-def _led_counts(states: DataFrame, flags: dict[str, Column]) -> DataFrame:
+def _led_counts(states: DataFrame, flags: dict[str, Column], *, in_passing: bool = False) -> DataFrame:
     """:func:`_running_counts` per leader broker: ``broker, gauge, time, value``."""
     led = states.where(F.col("leader") >= 0).withColumn("_key", F.col("leader"))
-    counts = _running_counts(led, flags, log_end=states.agg(F.max("end").alias("time")))
+    counts = _running_counts(led, flags, log_end=states.agg(F.max("end").alias("time")), in_passing=in_passing)
     return counts.select(F.col("_key").cast("int").alias("broker"), "gauge", "time", "value")
 
 
@@ -110,35 +115,43 @@ def cluster_gauges(states: DataFrame) -> DataFrame:
 
     ``OfflinePartitionsCount`` counts the cluster's partitions without a leader, ``GlobalPartitionCount``
     every partition of a topic that exists; one row per cluster and gauge at its first partition, each
-    change and the end of the log.
+    moment a partition enters or leaves the count, and the end of the log.
 
     Returns
     -------
     DataFrame
         ``cluster_id string, gauge string, time timestamp, value int``.
     """
-    require_columns(states, ("cluster_id", "start", "end", "end_reason", "offline"), "cluster_gauges")
+    require_columns(states, ("start", "end", "end_reason", "offline", *_PARTITION), "cluster_gauges")
     keyed = states.withColumn("_key", F.col("cluster_id"))
     counts = _running_counts(keyed, {g: F.lit(True) if c is None else F.col(c) for g, c in CLUSTER_GAUGES.items()},
-                             log_end=states.agg(F.max("end").alias("time")))
+                             log_end=states.agg(F.max("end").alias("time")), in_passing=True)
     return counts.select(F.col("_key").alias("cluster_id"), "gauge", "time", "value")
 
 
-def _running_counts(states: DataFrame, flags: dict[str, Column], *, log_end: DataFrame) -> DataFrame:
+def _running_counts(states: DataFrame, flags: dict[str, Column], *, log_end: DataFrame,
+                    in_passing: bool = False) -> DataFrame:
     """Per ``_key`` and named flag, the running count of intervals with the flag set: ``_key, gauge, time,
-    value``, a row at the key's first interval, each change and ``log_end`` (one ``time`` row)."""
+    value``, a row at the key's first interval, each change of the count and ``log_end`` (one ``time``
+    row). ``in_passing`` adds a row where as many partitions leave as enter: Kafka updates its
+    partitions one at a time, and a gauge read between them sees another count in passing."""
     gauge = F.explode(F.array(*[F.struct(F.lit(name).alias("gauge"), F.coalesce(flag, F.lit(False)).cast("int")
                                          .alias("flag")) for name, flag in flags.items()]))
-    each = states.select("_key", "start", "end", "end_reason", gauge.alias("g")).select(
-        "_key", "start", "end", "end_reason", "g.gauge", "g.flag")
-    opens = each.select("_key", "gauge", F.col("start").alias("time"), F.col("flag").alias("delta"))
+    part = _PARTITION if in_passing else ()
+    each = states.select("_key", *part, "start", "end", "end_reason", gauge.alias("g")).select(
+        "_key", *part, "start", "end", "end_reason", "g.gauge", "g.flag")
+    opens = each.select("_key", *part, "gauge", F.col("start").alias("time"), F.col("flag").alias("delta"))
     closes = (each.where(F.col("end_reason") != "log_end")
-              .select("_key", "gauge", F.col("end").alias("time"), (-F.col("flag")).alias("delta")))
-    steps = opens.unionByName(closes).groupBy("_key", "gauge", "time").agg(F.sum("delta").alias("delta"))
+              .select("_key", *part, "gauge", F.col("end").alias("time"), (-F.col("flag")).alias("delta")))
+    steps = opens.unionByName(closes).groupBy("_key", "gauge", "time", *part).agg(F.sum("delta").alias("delta"))
+    if in_passing:  # a partition whose next state keeps the flag did not move; ones entering and leaving at once did
+        steps = steps.groupBy("_key", "gauge", "time").agg(F.sum("delta").alias("delta"),
+                                                           F.sum(F.abs("delta")).alias("_moved"))
     by_time = Window.partitionBy("_key", "gauge").orderBy("time")
     running = steps.withColumn("value", F.sum("delta").over(by_time.rowsBetween(Window.unboundedPreceding, 0)))
     changed = (running.withColumn("_prev", F.lag("value").over(by_time))
-               .where(F.col("_prev").isNull() | (F.col("_prev") != F.col("value"))))
+               .where(F.col("_prev").isNull() | (F.col("_prev") != F.col("value"))
+                      | ((F.col("_moved") > 0) if in_passing else F.lit(False))))
     last = (running.withColumn("_rank", F.row_number().over(Window.partitionBy("_key", "gauge")
                                                              .orderBy(F.col("time").desc())))
             .where(F.col("_rank") == 1).select("_key", "gauge", "value").crossJoin(log_end))
