@@ -250,6 +250,10 @@ class Cluster:
     prometheus
         MBean names or patterns to export in Prometheus text through the JMX exporter
         javaagent on each node (see :mod:`peer.prometheus`); None: no agent.
+    dynamic
+        A KIP-853 dynamic quorum (Kafka 3.9+): ``controller.quorum.bootstrap.servers`` instead of
+        ``controller.quorum.voters``; the first controller is formatted ``--standalone`` (the only
+        voter), the others ``--no-initial-controllers`` (observers until :meth:`add_controller`).
 
     Examples
     --------
@@ -275,6 +279,7 @@ class Cluster:
         heap: str = "256m",
         first_id: int = 1,
         prometheus: Sequence[str] | None = None,
+        dynamic: bool = False,
     ) -> None:
         if controllers < 1:
             raise ClusterError(f"a KRaft cluster needs at least one controller, got {controllers}")
@@ -286,6 +291,7 @@ class Cluster:
         self.heap = heap
         self.jmx = jmx
         self.prometheus = list(prometheus) if prometheus is not None else None
+        self.dynamic = dynamic
         total_brokers = brokers + (controllers if combined else 0)
         base = dict(COMMON_SETTINGS)
         rf = str(min(3, max(1, total_brokers)))
@@ -330,7 +336,8 @@ class Cluster:
                 {
                     "process.roles": ",".join(node.roles),
                     "node.id": str(node.id),
-                    "controller.quorum.voters": voters,
+                    **({"controller.quorum.bootstrap.servers": self.controller_bootstrap} if dynamic
+                       else {"controller.quorum.voters": voters}),
                     "listeners": ",".join(listeners),
                     "log.dirs": str(node.log_dir),
                 }
@@ -387,9 +394,12 @@ class Cluster:
             (node.home / "server.properties").write_text("\n".join(lines) + "\n", "utf-8")
 
         def fmt(node: Node) -> None:
+            quorum: list[str] = []
+            if self.dynamic and node.is_controller:  # KIP-853: the first controller alone, the others observers
+                quorum = ["--standalone"] if node is self.controllers[0] else ["--no-initial-controllers"]
             self.kafka.run_tool(
                 "storage",
-                ["format", "-t", self.cluster_id, "-c", str(node.home / "server.properties")],
+                ["format", "-t", self.cluster_id, "-c", str(node.home / "server.properties"), *quorum],
                 timeout=120.0,
             )
 
@@ -437,6 +447,34 @@ class Cluster:
             fh.write(f"===== peer: start #{node.starts} at {int(time.time() * 1000)}\n")
         node.output_mark = node.output.stat().st_size
         node.process = spawn(f"{self.name}-node-{node.id}", argv, output=node.output)
+
+    def add_controller(self, node: Node, *, timeout: float = 60.0) -> None:
+        """Make ``node`` (a dynamic quorum's observer) a voter: ``kafka-metadata-quorum add-controller``
+        with its own ``server.properties``, retried until the leader accepts it (it refuses a
+        controller that has not caught up yet)."""
+        self._quorum_change(["--command-config", str(node.home / "server.properties"), "add-controller"],
+                            timeout=timeout)
+
+    def remove_controller(self, node: Node, *, timeout: float = 60.0) -> None:
+        """Remove ``node`` from a dynamic quorum's voters (``remove-controller`` with its id and the
+        directory id ``kafka-storage format`` wrote in its ``meta.properties``)."""
+        meta = (node.log_dir / "meta.properties").read_text("utf-8")
+        directory = next(line.split("=", 1)[1].strip() for line in meta.splitlines()
+                         if line.startswith("directory.id="))
+        self._quorum_change(["remove-controller", "--controller-id", str(node.id),
+                             "--controller-directory-id", directory], timeout=timeout)
+
+    def _quorum_change(self, args: list[str], *, timeout: float) -> None:
+        """Run ``kafka-metadata-quorum`` against the controllers until it succeeds or ``timeout`` s pass."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = self.kafka.run_tool("metadata-quorum", ["--bootstrap-controller", self.controller_bootstrap,
+                                                             *args], timeout=60.0, check=False)
+            if result.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"kafka-metadata-quorum {' '.join(args)} failed: {result.stderr[-1500:]}")
+            time.sleep(2.0)
 
     def wait_ready(self, nodes: Iterable[Node], *, timeout: float = 120.0) -> None:
         """Wait (bounded) until each node logged that its server started.

@@ -42,9 +42,10 @@ OLDER_SCENARIOS = ("isr", "consumer_lag", "quorum", "transactions")
 #: incident across all five areas, on the default release only; the shipped demo is still ``isr``)
 #: ``hostile`` (HTML, script and invisible characters in every free-text field), ``unclean`` (an
 #: unclean leader election that loses acknowledged records) and ``unclean_return`` (the same, with
-#: the old leader returning and truncating) and ``healthy`` (an RF 3 cluster under load, stopped
-#: cleanly: the replicas question's null case; all four on the default release, :data:`SINGLE_SETS`).
-SCENARIOS = (*PINNED_SCENARIOS, "idle", "demo", "hostile", "unclean", "unclean_return", "healthy")
+#: the old leader returning and truncating), ``healthy`` (an RF 3 cluster under load, stopped
+#: cleanly: the replicas question's null case) and ``voters`` (a KIP-853 dynamic quorum whose voters
+#: change); all five on the default release, :data:`SINGLE_SETS`.
+SCENARIOS = (*PINNED_SCENARIOS, "idle", "demo", "hostile", "unclean", "unclean_return", "healthy", "voters")
 COMPLETE = ".complete"
 #: Environment variable: "1" builds (and tests) the :data:`OLDER_SCENARIOS` on 3.9.2 too (``make
 #: test-full``). ``make test`` leaves them out: on a 2-core machine that runs the whole suite at about
@@ -81,11 +82,12 @@ ZK_SETS: dict[str, tuple[str, ...]] = {
 }
 #: Scenarios one test module reads (``hostile``: ``tests/test_hostile_report.py``; ``unclean`` and
 #: ``unclean_return``: ``tests/analysis/test_unclean_real_kafka.py`` and
-#: ``test_unclean_return_real_kafka.py``; ``healthy``: ``test_healthy_real_kafka.py``), not parametrised over like
+#: ``test_unclean_return_real_kafka.py``; ``healthy``: ``test_healthy_real_kafka.py``; ``voters``:
+#: ``test_voters_real_kafka.py``), not parametrised over like
 #: :data:`DEFAULT_SETS`.
 #: Built by ``python -m peer scenarios`` (and so by ``make test``) beside the other sets, so that no
 #: test builds a cluster while the suite's lanes run.
-SINGLE_SETS: dict[str, tuple[str, ...]] = {"4.3.1": ("hostile", "unclean", "unclean_return", "healthy")}
+SINGLE_SETS: dict[str, tuple[str, ...]] = {"4.3.1": ("hostile", "unclean", "unclean_return", "healthy", "voters")}
 #: Scenarios of :data:`ZK_SETS` (kept out of :data:`SCENARIOS`, which the default builds cover).
 ZK_SCENARIOS: tuple[str, ...] = ("zk_isr",)
 

@@ -84,6 +84,19 @@ def test_combined_cluster(tmp_path: Path) -> None:
     assert cluster.bootstrap == f"127.0.0.1:{node.broker_port}"
 
 
+def test_dynamic_quorum_cluster_names_bootstrap_controllers_not_voters(tmp_path: Path) -> None:
+    """A KIP-853 cluster's nodes find the quorum through ``controller.quorum.bootstrap.servers``
+    (every controller); ``controller.quorum.voters`` would make it static."""
+    cluster = Cluster(fake_kafka(tmp_path), tmp_path / "c", "voters", controllers=3, brokers=1, dynamic=True)
+    want = ",".join(f"127.0.0.1:{n.controller_port}" for n in cluster.controllers)
+    assert want == cluster.controller_bootstrap and len(cluster.controllers) == 3
+    for node in cluster.nodes:
+        assert node.settings["controller.quorum.bootstrap.servers"] == want
+        assert "controller.quorum.voters" not in node.settings
+    static = Cluster(cluster.kafka, tmp_path / "s", "static", controllers=3, brokers=1)
+    assert all("controller.quorum.bootstrap.servers" not in n.settings for n in static.nodes)
+
+
 def test_unpinned_version_is_refused() -> None:
     with pytest.raises(FetchError, match="not pinned"):
         fetch("2.8.0")
@@ -91,7 +104,8 @@ def test_unpinned_version_is_refused() -> None:
 
 def test_default_sets_and_hashes() -> None:
     assert DEFAULT_SETS["4.3.1"] == (*PINNED_SCENARIOS, "demo") and SCENARIOS[0] == "isr"
-    assert set(SCENARIOS) == {*PINNED_SCENARIOS, "idle", "demo", "hostile", "unclean", "unclean_return", "healthy"}
+    assert set(SCENARIOS) == {*PINNED_SCENARIOS, "idle", "demo", "hostile", "unclean", "unclean_return", "healthy",
+                             "voters"}
     assert not any("hostile" in names for names in (*DEFAULT_SETS.values(), *ERA_SETS.values()))
     assert set(DEFAULT_SETS["3.9.2"]) <= set(SCENARIOS)
     # the idle scenario runs only on the era releases, which are not pinned
