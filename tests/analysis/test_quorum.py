@@ -197,3 +197,21 @@ def test_a_frozen_leaders_dropped_write_does_not_move_its_episode_to_the_next_ep
     # its silence stands at the last offset the log held then, not at the dropped write's offset
     silent = offsets.where("node_id = 1 AND kind = 'unanswered'").select("offset").distinct().collect()
     assert [r.offset for r in silent] == [20]
+
+
+def test_each_status_capture_is_held_against_the_voter_set_the_log_held_at_its_time(spark):
+    """``voters_beside_status``: a capture before the first voters record is not judged; one after a
+    change is held against the new set (the capture's order of ids does not matter); one the log
+    contradicts differs."""
+    from pyspark.testing import assertDataFrameEqual
+
+    voters = spark.createDataFrame([(at(10), [1]), (at(20), [1, 2]), (at(30), [1, 3])],
+                                   "time timestamp, voters array<int>")
+    status = spark.createDataFrame([(at(5), 1, [1]), (at(12), 1, [1]), (at(25), 1, [2, 1]), (at(35), 1, [1, 2])],
+                                   "captured timestamp, leader_id int, voters array<int>")
+    want = spark.createDataFrame(
+        [(at(5), 1, [1], None, None, None), (at(12), 1, [1], [1], at(10), True),
+         (at(25), 1, [2, 1], [1, 2], at(20), True), (at(35), 1, [1, 2], [1, 3], at(30), False)],
+        "captured timestamp, leader_id int, captured_voters array<int>, log_voters array<int>, "
+        "log_since timestamp, agrees boolean")
+    assertDataFrameEqual(quorum.voters_beside_status(voters, status), want)

@@ -86,3 +86,14 @@ def test_the_parsed_captures_are_kafkas_current_voters(voters):
     path, manifest, tables = voters
     got = sorted((int(r.captured.timestamp() * 1000), sorted(r.voters)) for r in tables.tool_quorum_status.collect())
     assert got == [(start, want) for start, _end, want in _captures(path, manifest)]
+
+
+def test_the_quorum_area_holds_every_capture_beside_the_log_and_all_agree(voters):
+    """The quorum analysis' ``voter_captures``: one row per capture, its ``CurrentVoters`` (Kafka's
+    text) beside the set the log held at its time, every one agreeing."""
+    path, manifest, tables = voters
+    got = quorum.analyse(tables).voter_captures.toPandas()
+    want = [(start, want) for start, _end, want in _captures(path, manifest)]
+    assert [(int(r.captured.timestamp() * 1000), sorted(r.captured_voters)) for r in got.itertuples()] == want
+    assert [list(v) for v in got.log_voters] == [v for _s, v in want]
+    assert got.agrees.tolist() == [True] * len(want)

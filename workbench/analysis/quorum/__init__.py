@@ -21,7 +21,8 @@ result):
 * :func:`leader_timeline` — one row per leader epoch: who led, from when, with which voters, and
   which sources say so (LeaderChange control records, the batches' epochs, each node's
   ``quorum-state``, ``kafka-metadata-quorum describe --status`` captures);
-* :func:`voter_changes` — one row per KRaft voters record;
+* :func:`voter_changes` — one row per KRaft voters record; :func:`voters_beside_status` holds each
+  ``describe --status`` capture's ``CurrentVoters`` beside it;
 * :func:`node_offsets` — one row per observation of one node's position in the metadata log, from
   every source the bundle has (scraped KIP-835 and raft gauges, ``describe --replication``
   captures, snapshots, each replica's own log end), each with the leader's log end at that moment,
@@ -97,6 +98,7 @@ from workbench.analysis.quorum.leaders import (
     TIMELINE_COLUMNS,
     leader_timeline,
     voter_changes,
+    voters_beside_status,
 )
 from workbench.analysis.quorum.positions import (
     ANSWER_SLACK_MS,
@@ -120,7 +122,8 @@ from workbench.analysis.quorum import area as _area  # noqa: F401  (registers th
 __all__ = [
     "METADATA_TOPIC", "DEFAULT_IDLE_MS", "IDLE_CONFIG", "DEFAULT_STALL_MULTIPLE", "NOOP_MIN_LEVEL",
     "METADATA_VERSIONS", "APPENDS_COLUMNS", "STALLS_COLUMNS", "log_appends", "metadata_version_levels", "NoOpWriting",
-    "noop_writing", "cadence", "stalls", "TIMELINE_COLUMNS", "voter_changes", "leader_timeline", "FENCE_COLUMNS",
+    "noop_writing", "cadence", "stalls", "TIMELINE_COLUMNS", "voter_changes", "voters_beside_status",
+    "leader_timeline", "FENCE_COLUMNS",
     "broker_changes", "fence_events", "node_roles", "OFFSET_GAUGES", "TIME_GAUGES", "LAG_GAUGES", "GAP_INTERVALS",
     "MIN_GAP_MS", "ANSWER_SLACK_MS", "OFFSETS_COLUMNS", "offset_times", "node_offsets",
     "APPLY_LAG_COLUMNS", "APPLY_LAG_AGREE_MS", "apply_lag", "POSITION_KINDS",

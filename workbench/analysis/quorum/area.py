@@ -23,7 +23,7 @@ from workbench.analysis.quorum.appends import (
 from workbench.analysis.quorum.brokers import fence_events, node_roles
 from workbench.analysis.quorum.episodes import divergence_episodes
 from workbench.analysis.quorum.kafka import batch_sizes, raft_latencies
-from workbench.analysis.quorum.leaders import leader_timeline, voter_changes
+from workbench.analysis.quorum.leaders import leader_timeline, voter_changes, voters_beside_status
 from workbench.analysis.quorum.positions import apply_lag, node_offsets
 from workbench.analysis.quorum.verdicts import findings
 
@@ -50,6 +50,7 @@ class QuorumAnalysis:
     missing: tuple[str, ...]
     restarts: DataFrame | None = None
     apply_lag: DataFrame | None = None
+    voter_captures: DataFrame | None = None
 
 
 def _has_rows(frame: DataFrame | None) -> bool:
@@ -113,13 +114,15 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> QuorumAnaly
     if not _has_rows(tables.tool_quorum_replication):
         missing.append("no kafka-metadata-quorum describe --replication capture: the leader's view of each "
                        "node's log end is not shown")
+    voters = voter_changes(metadata)
     result = QuorumAnalysis(
         writing=writing, appends=appends, timeline=timeline, cadence=cadence(appends, timeline),
         stalls=stalls(appends, writing, timeline), offsets=offsets, episodes=episodes,
-        fences=fence_events(metadata, episodes), voters=voter_changes(metadata),
+        fences=fence_events(metadata, episodes), voters=voters,
         latencies=raft_latencies(scope.only(tables.metrics)),
         batch_sizes=batch_sizes(appends, scope.only(tables.metrics)),
-        missing=tuple(missing), restarts=scope.only(restarts_for(tables)), apply_lag=apply_lag(offsets, appends))
+        missing=tuple(missing), restarts=scope.only(restarts_for(tables)), apply_lag=apply_lag(offsets, appends),
+        voter_captures=voters_beside_status(voters, scope.only(tables.tool_quorum_status)))
     cache[key] = result
     return result
 

@@ -48,6 +48,33 @@ def voter_changes(metadata: DataFrame) -> DataFrame:
             .dropDuplicates(["time", "offset", "file_kind", "voters"]).orderBy("time", "offset"))
 
 
+def voters_beside_status(voters: DataFrame, status: DataFrame) -> DataFrame:
+    """Each ``kafka-metadata-quorum describe --status`` capture's ``CurrentVoters`` beside the voter set
+    the log held at its time (the last :func:`voter_changes` row at or before it), so a reader sees
+    the timeline judged by Kafka's own answers.
+
+    Returns
+    -------
+    DataFrame
+        ``captured, leader_id, captured_voters, log_voters, log_since, agrees``, one row per capture;
+        ``agrees`` is null where the log holds no voters record before the capture (a static
+        ``controller.quorum.voters`` quorum, or a log that starts later).
+    """
+    require_columns(voters, ("time", "voters"), "voters_beside_status")
+    require_columns(status, ("captured", "leader_id", "voters"), "voters_beside_status")
+    captures = status.select("captured", "leader_id", F.col("voters").alias("captured_voters"),
+                             F.monotonically_increasing_id().alias("_capture"))
+    log = voters.select(F.col("time").alias("_t"), F.col("voters").alias("_v"))
+    held = F.max_by(F.struct("_t", "_v"), "_t")
+    joined = (captures.join(log, F.col("_t") <= F.col("captured"), "left")
+              .groupBy("_capture", "captured", "leader_id", "captured_voters").agg(held.alias("_held")))
+    log_voters = F.col("_held._v")
+    agrees = F.when(log_voters.isNull(), F.lit(None).cast("boolean")).otherwise(
+        F.array_sort("captured_voters") == log_voters)
+    return joined.select("captured", "leader_id", "captured_voters", log_voters.alias("log_voters"),
+                         F.col("_held._t").alias("log_since"), agrees.alias("agrees")).orderBy("captured")
+
+
 def leader_timeline(metadata: DataFrame, appends: DataFrame, quorum: DataFrame | None = None,
                     status: DataFrame | None = None) -> DataFrame:
     """Who led the quorum in each epoch, from when, elected by whom, and which sources say so.
