@@ -123,17 +123,16 @@ if quorum_data:
 #
 # Each KRaft voters control record (Kafka 3.9+, KIP-853) in the log, its snapshots or the bootstrap
 # checkpoint: from when, at which offset and epoch, which node ids voted. Then each
-# `kafka-metadata-quorum describe --status` capture's `CurrentVoters` beside the set the log held then.
+# `kafka-metadata-quorum describe --status` capture's `CurrentVoters` beside the set in force then:
+# the log's, or in a static quorum the `controller.quorum.voters` every node names.
 
 # %%
 if quorum_data:
-    voter_records = quorum_result.voters.toPandas()
-    display(HTML(table_html(voter_records, limit=200,
+    display(HTML(table_html(quorum_result.voters.toPandas(), limit=200,
                             empty="No voters record in the metadata log (Kafka writes one from 3.9, for a dynamic "
                                   "quorum): the voters are the static controller.quorum.voters.")))
-    if len(voter_records):
-        display(HTML(table_html(quorum_result.voter_captures.toPandas(), limit=200,
-                                empty="No describe --status capture to hold the voters against.")))
+    display(HTML(table_html(quorum_result.voter_captures.toPandas(), limit=200,
+                            empty="No describe --status capture to hold the voters against.")))
 
 # %% [markdown]
 # ## Commit and election latency (Kafka's raft-metrics)

@@ -199,19 +199,24 @@ def test_a_frozen_leaders_dropped_write_does_not_move_its_episode_to_the_next_ep
     assert [r.offset for r in silent] == [20]
 
 
-def test_each_status_capture_is_held_against_the_voter_set_the_log_held_at_its_time(spark):
-    """``voters_beside_status``: a capture before the first voters record is not judged; one after a
-    change is held against the new set (the capture's order of ids does not matter); one the log
-    contradicts differs."""
+def test_each_status_capture_is_held_against_the_voter_set_in_force_at_its_time(spark):
+    """``voters_beside_status``: a capture before the first voters record is held against the nodes'
+    common ``controller.quorum.voters`` when given, else not judged; one after a change is held
+    against the new set (the capture's order of ids does not matter); one the log contradicts differs."""
     from pyspark.testing import assertDataFrameEqual
 
     voters = spark.createDataFrame([(at(10), [1]), (at(20), [1, 2]), (at(30), [1, 3])],
                                    "time timestamp, voters array<int>")
     status = spark.createDataFrame([(at(5), 1, [1]), (at(12), 1, [1]), (at(25), 1, [2, 1]), (at(35), 1, [1, 2])],
                                    "captured timestamp, leader_id int, voters array<int>")
-    want = spark.createDataFrame(
-        [(at(5), 1, [1], None, None, None), (at(12), 1, [1], [1], at(10), True),
-         (at(25), 1, [2, 1], [1, 2], at(20), True), (at(35), 1, [1, 2], [1, 3], at(30), False)],
-        "captured timestamp, leader_id int, captured_voters array<int>, log_voters array<int>, "
-        "log_since timestamp, agrees boolean")
-    assertDataFrameEqual(quorum.voters_beside_status(voters, status), want)
+    schema = ("captured timestamp, leader_id int, captured_voters array<int>, voters array<int>, "
+              "voters_from string, since timestamp, agrees boolean")
+    later = [(at(12), 1, [1], [1], "log", at(10), True), (at(25), 1, [2, 1], [1, 2], "log", at(20), True),
+             (at(35), 1, [1, 2], [1, 3], "log", at(30), False)]
+    assertDataFrameEqual(quorum.voters_beside_status(voters, status),
+                         spark.createDataFrame([(at(5), 1, [1], None, None, None, None), *later], schema))
+    static = quorum.configured_voters(["2@127.0.0.1:9094,1@127.0.0.1:9093", "1@127.0.0.1:9093,2@127.0.0.1:9094"])
+    assert static == [1, 2]
+    assertDataFrameEqual(quorum.voters_beside_status(voters, status, static), spark.createDataFrame(
+        [(at(5), 1, [1], [1, 2], quorum.STATIC_VOTERS_CONFIG, None, False), *later], schema))
+    assert quorum.configured_voters(["1@h:1", "1@h:1,2@h:2"]) is None and quorum.configured_voters([None]) is None

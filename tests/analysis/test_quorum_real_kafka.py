@@ -175,6 +175,27 @@ def test_leader_timeline_agrees_with_every_status_capture(analysed):
         assert sorted(epoch.voters.iloc[0]) == sorted(row.voters), (row.leader_epoch, row.voters)
 
 
+def test_every_status_capture_is_held_against_the_static_voters_each_node_names(analysed):
+    """A static quorum writes no voters record: each ``describe --status`` capture (a failed one has
+    no voters) is held against the ``controller.quorum.voters`` every node's properties name, read
+    here from the files, and every one that answered agrees."""
+    _tables, result, frames, manifest = analysed
+    root = Path(frames["status"].path.iloc[0]).parent.parent  # <bundle>/tools/<capture>
+    named = set()
+    for node in manifest["nodes"]:
+        lines = (root / node["config"]).read_text("utf-8").splitlines()
+        props = dict(line.split("=", 1) for line in lines if "=" in line)
+        named.add(tuple(sorted(int(v.split("@")[0]) for v in props[quorum.STATIC_VOTERS_CONFIG].split(","))))
+    assert len(named) == 1
+    beside = result.voter_captures.toPandas()
+    answered = frames["status"].dropna(subset=["leader_epoch"])
+    assert sorted(beside.captured) == sorted(frames["status"].captured)
+    judged = beside.dropna(subset=["agrees"])
+    assert len(judged) == len(answered) >= 5
+    assert all(list(v) == list(next(iter(named))) for v in judged.voters)
+    assert set(judged.voters_from) == {quorum.STATIC_VOTERS_CONFIG} and judged.agrees.all()
+
+
 def test_every_pause_is_an_episode_of_the_paused_node(analysed):
     _tables, _result, frames, manifest = analysed
     episodes, offsets, metrics = frames["episodes"], frames["offsets"], frames["metrics"]

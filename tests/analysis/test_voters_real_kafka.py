@@ -95,5 +95,5 @@ def test_the_quorum_area_holds_every_capture_beside_the_log_and_all_agree(voters
     got = quorum.analyse(tables).voter_captures.toPandas()
     want = [(start, want) for start, _end, want in _captures(path, manifest)]
     assert [(int(r.captured.timestamp() * 1000), sorted(r.captured_voters)) for r in got.itertuples()] == want
-    assert [list(v) for v in got.log_voters] == [v for _s, v in want]
-    assert got.agrees.tolist() == [True] * len(want)
+    assert [list(v) for v in got.voters] == [v for _s, v in want]
+    assert got.voters_from.tolist() == ["log"] * len(want) and got.agrees.tolist() == [True] * len(want)

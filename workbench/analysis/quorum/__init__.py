@@ -22,7 +22,8 @@ result):
   which sources say so (LeaderChange control records, the batches' epochs, each node's
   ``quorum-state``, ``kafka-metadata-quorum describe --status`` captures);
 * :func:`voter_changes` — one row per KRaft voters record; :func:`voters_beside_status` holds each
-  ``describe --status`` capture's ``CurrentVoters`` beside it;
+  ``describe --status`` capture's ``CurrentVoters`` beside it (or beside the nodes' common
+  ``controller.quorum.voters``, :func:`configured_voters`, in a static quorum);
 * :func:`node_offsets` — one row per observation of one node's position in the metadata log, from
   every source the bundle has (scraped KIP-835 and raft gauges, ``describe --replication``
   captures, snapshots, each replica's own log end), each with the leader's log end at that moment,
@@ -95,7 +96,9 @@ from workbench.analysis.quorum.kafka import (
     raft_latencies,
 )
 from workbench.analysis.quorum.leaders import (
+    STATIC_VOTERS_CONFIG,
     TIMELINE_COLUMNS,
+    configured_voters,
     leader_timeline,
     voter_changes,
     voters_beside_status,
@@ -123,6 +126,7 @@ __all__ = [
     "METADATA_TOPIC", "DEFAULT_IDLE_MS", "IDLE_CONFIG", "DEFAULT_STALL_MULTIPLE", "NOOP_MIN_LEVEL",
     "METADATA_VERSIONS", "APPENDS_COLUMNS", "STALLS_COLUMNS", "log_appends", "metadata_version_levels", "NoOpWriting",
     "noop_writing", "cadence", "stalls", "TIMELINE_COLUMNS", "voter_changes", "voters_beside_status",
+    "STATIC_VOTERS_CONFIG", "configured_voters",
     "leader_timeline", "FENCE_COLUMNS",
     "broker_changes", "fence_events", "node_roles", "OFFSET_GAUGES", "TIME_GAUGES", "LAG_GAUGES", "GAP_INTERVALS",
     "MIN_GAP_MS", "ANSWER_SLACK_MS", "OFFSETS_COLUMNS", "offset_times", "node_offsets",

@@ -23,7 +23,13 @@ from workbench.analysis.quorum.appends import (
 from workbench.analysis.quorum.brokers import fence_events, node_roles
 from workbench.analysis.quorum.episodes import divergence_episodes
 from workbench.analysis.quorum.kafka import batch_sizes, raft_latencies
-from workbench.analysis.quorum.leaders import leader_timeline, voter_changes, voters_beside_status
+from workbench.analysis.quorum.leaders import (
+    STATIC_VOTERS_CONFIG,
+    configured_voters,
+    leader_timeline,
+    voter_changes,
+    voters_beside_status,
+)
 from workbench.analysis.quorum.positions import apply_lag, node_offsets
 from workbench.analysis.quorum.verdicts import findings
 
@@ -87,7 +93,8 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> QuorumAnaly
     metadata, configs = scope.only(tables.metadata), scope.only(tables.configs)
     from workbench.spark.configs import static_settings
 
-    idle_values = [value for _, name, value, _, cluster in static_settings(tables) if name == IDLE_CONFIG
+    settings = static_settings(tables)
+    idle_values = [value for _, name, value, _, cluster in settings if name == IDLE_CONFIG
                    and scope.holds(cluster)]
     writing = noop_writing(metadata, configs, idle_ms=idle, stall_multiple=multiple, configured=idle_values)
     # the metadata log's batches only: the inventory names its files (not every data segment read)
@@ -122,7 +129,8 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> QuorumAnaly
         latencies=raft_latencies(scope.only(tables.metrics)),
         batch_sizes=batch_sizes(appends, scope.only(tables.metrics)),
         missing=tuple(missing), restarts=scope.only(restarts_for(tables)), apply_lag=apply_lag(offsets, appends),
-        voter_captures=voters_beside_status(voters, scope.only(tables.tool_quorum_status)))
+        voter_captures=voters_beside_status(voters, scope.only(tables.tool_quorum_status), configured_voters(
+            value for _, name, value, _, cluster in settings if name == STATIC_VOTERS_CONFIG and scope.holds(cluster))))
     cache[key] = result
     return result
 

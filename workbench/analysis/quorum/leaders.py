@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Window
@@ -48,17 +49,36 @@ def voter_changes(metadata: DataFrame) -> DataFrame:
             .dropDuplicates(["time", "offset", "file_kind", "voters"]).orderBy("time", "offset"))
 
 
-def voters_beside_status(voters: DataFrame, status: DataFrame) -> DataFrame:
+#: The static setting that names a KRaft quorum's voters (``id@host:port,...``) when no voters record does.
+STATIC_VOTERS_CONFIG = "controller.quorum.voters"
+
+
+def configured_voters(values: Iterable[str | None]) -> list[int] | None:
+    """The voter ids of the nodes' ``controller.quorum.voters`` values when every node names the same
+    set; None when none does (a dynamic quorum) or they disagree.
+
+    >>> configured_voters(["1@h:9093,2@h:9094", "2@h:9094,1@h:9093"])
+    [1, 2]
+    >>> configured_voters(["1@h:9093", "1@h:9093,2@h:9094"]) is None
+    True
+    """
+    sets = {tuple(sorted(int(v.split("@", 1)[0]) for v in value.split(",") if "@" in v))
+            for value in values if value and value.strip()}
+    return list(next(iter(sets))) if len(sets) == 1 else None
+
+
+def voters_beside_status(voters: DataFrame, status: DataFrame, configured: list[int] | None = None) -> DataFrame:
     """Each ``kafka-metadata-quorum describe --status`` capture's ``CurrentVoters`` beside the voter set
-    the log held at its time (the last :func:`voter_changes` row at or before it), so a reader sees
-    the timeline judged by Kafka's own answers.
+    in force at its time, so a reader sees the quorum's voters judged by Kafka's own answers: the last
+    :func:`voter_changes` row at or before the capture, else ``configured`` (the nodes' common
+    ``controller.quorum.voters``, see :func:`configured_voters`: a static quorum writes no voters record).
 
     Returns
     -------
     DataFrame
-        ``captured, leader_id, captured_voters, log_voters, log_since, agrees``, one row per capture;
-        ``agrees`` is null where the log holds no voters record before the capture (a static
-        ``controller.quorum.voters`` quorum, or a log that starts later).
+        ``captured, leader_id, captured_voters, voters, voters_from`` (``log`` or
+        :data:`STATIC_VOTERS_CONFIG`), ``since`` (the voters record's time), ``agrees``; one row per
+        capture; ``voters`` and ``agrees`` are null where neither says which voters were in force.
     """
     require_columns(voters, ("time", "voters"), "voters_beside_status")
     require_columns(status, ("captured", "leader_id", "voters"), "voters_beside_status")
@@ -68,11 +88,15 @@ def voters_beside_status(voters: DataFrame, status: DataFrame) -> DataFrame:
     held = F.max_by(F.struct("_t", "_v"), "_t")
     joined = (captures.join(log, F.col("_t") <= F.col("captured"), "left")
               .groupBy("_capture", "captured", "leader_id", "captured_voters").agg(held.alias("_held")))
-    log_voters = F.col("_held._v")
-    agrees = F.when(log_voters.isNull(), F.lit(None).cast("boolean")).otherwise(
-        F.array_sort("captured_voters") == log_voters)
-    return joined.select("captured", "leader_id", "captured_voters", log_voters.alias("log_voters"),
-                         F.col("_held._t").alias("log_since"), agrees.alias("agrees")).orderBy("captured")
+    static = F.lit(sorted(configured)).cast("array<int>") if configured else F.lit(None).cast("array<int>")
+    in_force = F.coalesce(F.col("_held._v"), static)
+    source = (F.when(F.col("_held._v").isNotNull(), F.lit("log"))
+              .when(static.isNotNull(), F.lit(STATIC_VOTERS_CONFIG)))
+    agrees = F.when(in_force.isNull(), F.lit(None).cast("boolean")).otherwise(
+        F.array_sort("captured_voters") == in_force)
+    return joined.select("captured", "leader_id", "captured_voters", in_force.alias("voters"),
+                         source.alias("voters_from"), F.col("_held._t").alias("since"),
+                         agrees.alias("agrees")).orderBy("captured")
 
 
 def leader_timeline(metadata: DataFrame, appends: DataFrame, quorum: DataFrame | None = None,
