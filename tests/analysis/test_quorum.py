@@ -220,3 +220,4 @@ def test_each_status_capture_is_held_against_the_voter_set_in_force_at_its_time(
     assertDataFrameEqual(quorum.voters_beside_status(voters, status, static), spark.createDataFrame(
         [(at(5), 1, [1], [1, 2], quorum.STATIC_VOTERS_CONFIG, None, False), *later], schema))
     assert quorum.configured_voters(["1@h:1", "1@h:1,2@h:2"]) is None and quorum.configured_voters([None]) is None
+    assert quorum.configured_voters(["1@h:1,x@h:2"]) is None  # a damaged value says nothing: not judged

@@ -55,15 +55,23 @@ STATIC_VOTERS_CONFIG = "controller.quorum.voters"
 
 def configured_voters(values: Iterable[str | None]) -> list[int] | None:
     """The voter ids of the nodes' ``controller.quorum.voters`` values when every node names the same
-    set; None when none does (a dynamic quorum) or they disagree.
+    set; None when none does (a dynamic quorum), they disagree or a value is not ``id@host:port,...``.
 
     >>> configured_voters(["1@h:9093,2@h:9094", "2@h:9094,1@h:9093"])
     [1, 2]
     >>> configured_voters(["1@h:9093", "1@h:9093,2@h:9094"]) is None
     True
+    >>> configured_voters(["one@h:9093"]) is None
+    True
     """
-    sets = {tuple(sorted(int(v.split("@", 1)[0]) for v in value.split(",") if "@" in v))
-            for value in values if value and value.strip()}
+    sets = set()
+    for value in values:
+        if not value or not value.strip():
+            continue
+        ids = [v.split("@", 1)[0].strip() for v in value.split(",") if v.strip()]
+        if not ids or not all(i.isdigit() for i in ids):
+            return None
+        sets.add(tuple(sorted(int(i) for i in ids)))
     return list(next(iter(sets))) if len(sets) == 1 else None
 
 
