@@ -138,7 +138,8 @@ def lag_timeline(growth: DataFrame, observations: DataFrame, *, window_s: float 
         * ``next_connect_end``: ``replicated_end`` of the first Connect source offset after ``time``
           (null: none in the bundle). The in-memory offset at ``time`` lies between an offset sync's
           and this: a sync is written once its record is acknowledged, and the next commit holds every
-          record acknowledged before it;
+          record acknowledged before it snapshotted the offsets, moments before it was written (a
+          record acknowledged in between, rare and few, is in the commit after);
         * ``lag_records_low`` = ``log_end_offset - least(next_connect_end, log_end_offset)``, where
           ``lag_records`` is from ``connect_offset``: KIP-971's in-memory figure lies in
           ``[lag_records_low, lag_records]`` (null: no later commit, or not from Connect);
