@@ -97,6 +97,8 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> QuorumAnaly
     idle_values = [value for _, name, value, _, cluster in settings if name == IDLE_CONFIG
                    and scope.holds(cluster)]
     writing = noop_writing(metadata, configs, idle_ms=idle, stall_multiple=multiple, configured=idle_values)
+    static_voters = configured_voters(value for _, name, value, _, cluster in settings
+                                      if name == STATIC_VOTERS_CONFIG and scope.holds(cluster))
     # the metadata log's batches only: the inventory names its files (not every data segment read)
     from workbench.analysis.logs import batches_of
 
@@ -129,8 +131,7 @@ def analyse(tables: Any, params: Mapping[str, Any] | None = None) -> QuorumAnaly
         latencies=raft_latencies(scope.only(tables.metrics)),
         batch_sizes=batch_sizes(appends, scope.only(tables.metrics)),
         missing=tuple(missing), restarts=scope.only(restarts_for(tables)), apply_lag=apply_lag(offsets, appends),
-        voter_captures=voters_beside_status(voters, scope.only(tables.tool_quorum_status), configured_voters(
-            value for _, name, value, _, cluster in settings if name == STATIC_VOTERS_CONFIG and scope.holds(cluster))))
+        voter_captures=voters_beside_status(voters, scope.only(tables.tool_quorum_status), static_voters))
     cache[key] = result
     return result
 
