@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m peer fetch [--version V ...]              (default: every pinned version)
+    python -m peer fetch [--version V ...]              (default: every pinned version; and S3Proxy)
     python -m peer scenarios [--version V ...] [--only NAME ...] [--force] [--attempts N]
                              [--jobs N]                (default: peer.scenario.DEFAULT_SETS,
                                                         ERA_SETS, ZK_SETS, SINGLE_SETS)
@@ -141,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m peer``; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m peer", description=__doc__.split("\n")[1])
     sub = parser.add_subparsers(dest="command", required=True)
-    p_fetch = sub.add_parser("fetch", help="resolve Kafka from Maven Central into the cache")
+    p_fetch = sub.add_parser("fetch", help="resolve Kafka (and S3Proxy, the tests' S3 server) from Maven "
+                                          "Central into the cache")
     p_fetch.add_argument("--version", action="append", choices=list(VERSIONS))
     p_sc = sub.add_parser("scenarios", help="build (or reuse) scenario bundles")
     p_sc.add_argument("--version", action="append", choices=list(dict.fromkeys([*VERSIONS, *default_sets()])))
@@ -164,6 +165,13 @@ def main(argv: list[str] | None = None) -> int:
                 kafka = fetch(version)
                 _log(f"Kafka {version}: {kafka.lib} ({time.monotonic() - started:.1f} s)")
                 print(kafka.lib)
+            from peer.s3proxy import VERSION as S3PROXY_VERSION
+            from peer.s3proxy import fetch_s3proxy
+
+            started = time.monotonic()
+            jar = fetch_s3proxy()
+            _log(f"S3Proxy {S3PROXY_VERSION}: {jar} ({time.monotonic() - started:.1f} s)")
+            print(jar)
         elif args.command == "scenarios":
             wanted = wanted_builds(args.version, args.only, default_sets())
             if args.jobs > 1 and len(wanted) > 1:

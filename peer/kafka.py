@@ -557,7 +557,8 @@ def _mvn(argv_tail: Sequence[str], what: str, timeout: float) -> None:
         )
 
 
-def fetch_jar(artifact: str, version: str, *, group: str = "org.apache.kafka", timeout: float = 600.0) -> Path:
+def fetch_jar(artifact: str, version: str, *, group: str = "org.apache.kafka", classifier: str | None = None,
+              timeout: float = 600.0) -> Path:
     """One jar (no dependencies) from Maven Central, cached under ``<cache>/jars/``.
 
     Used to read the message schema files of a Kafka release that is not pinned, e.g. to show
@@ -565,8 +566,9 @@ def fetch_jar(artifact: str, version: str, *, group: str = "org.apache.kafka", t
 
     Parameters
     ----------
-    artifact, version, group
-        Maven coordinates, e.g. ``("kafka-metadata", "4.4.0")``.
+    artifact, version, group, classifier
+        Maven coordinates, e.g. ``("kafka-metadata", "4.4.0")``; a classifier such as
+        ``jar-with-dependencies`` names that jar of the artifact.
     timeout
         Seconds Maven may take.
 
@@ -585,21 +587,23 @@ def fetch_jar(artifact: str, version: str, *, group: str = "org.apache.kafka", t
     >>> fetch_jar("kafka-metadata", "4.4.0").name          # doctest: +SKIP
     'kafka-metadata-4.4.0.jar'
     """
-    target = cache_root() / "jars" / group / f"{artifact}-{version}.jar"
+    suffix = f"-{classifier}" if classifier else ""
+    target = cache_root() / "jars" / group / f"{artifact}-{version}{suffix}.jar"
     if target.is_file():
         return target
     from peer.locks import file_lock
 
-    with file_lock(cache_root() / "locks" / f"jar-{artifact}-{version}.lock", timeout=timeout,
+    coordinates = f"{group}:{artifact}:{version}:jar" + (f":{classifier}" if classifier else "")
+    with file_lock(cache_root() / "locks" / f"jar-{artifact}-{version}{suffix}.lock", timeout=timeout,
                    what=f"fetch of {artifact} {version}"):
         if target.is_file():
             return target
         staging = target.parent / f".{artifact}-{version}.{os.getpid()}.tmp"
         shutil.rmtree(staging, ignore_errors=True)
         try:
-            _mvn(["-f", str(POM), f"-Dartifact={group}:{artifact}:{version}:jar",
+            _mvn(["-f", str(POM), f"-Dartifact={coordinates}",
                   f"-DoutputDirectory={staging}", "-Dmdep.overWriteReleases=true", "dependency:copy"],
-                 f"{group}:{artifact}:{version}", timeout)
+                 coordinates, timeout)
             jars = list(staging.glob("*.jar"))
             if len(jars) != 1:
                 raise FetchError(f"Maven copied {len(jars)} jars for {artifact} {version}, expected one")

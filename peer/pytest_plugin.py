@@ -19,6 +19,9 @@ kafka_dump_log
 scenario_bundle
     Session-scoped factory ``scenario_bundle(name, version=DEFAULT_VERSION) -> Path``: the
     cached bundle, built first if needed.
+s3_server
+    Session-scoped :class:`peer.s3proxy.S3Server`: a real S3 API (S3Proxy, from Maven Central) on
+    127.0.0.1 over a temporary directory, stopped at the end of the session.
 
 Tests using these are marked ``@pytest.mark.kafka``; they are skipped when ``java`` or
 ``mvn`` is missing or ``KAFKA_PEER_SKIP=1``.
@@ -39,6 +42,7 @@ from peer.cluster import Cluster
 from peer.errors import ScenarioError
 from peer.kafka import DEFAULT_VERSION, Kafka, fetch
 from peer.process import stop_all
+from peer.s3proxy import S3Server
 from peer.scenario import build
 
 
@@ -120,3 +124,13 @@ def scenario_bundle(kafka_dist: Callable[..., Kafka]) -> Callable[..., Path]:
             return build(name, version)
 
     return get
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """A started S3 server for the session (see the module docstring); skipped as the Kafka fixtures are."""
+    reason = kafka_unavailable()
+    if reason:
+        pytest.skip(reason)
+    with S3Server() as server:
+        yield server

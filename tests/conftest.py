@@ -13,6 +13,7 @@ from peer.pytest_plugin import (  # noqa: F401  (fixtures are found by name)
     kafka_cluster,
     kafka_dist,
     kafka_dump_log,
+    s3_server,
     scenario_bundle,
 )
 
@@ -28,7 +29,7 @@ settings.load_profile(os.environ.get("WORKBENCH_HYPOTHESIS_PROFILE", "dev"))
 
 #: Fixtures that give real-Kafka scenario bundles or clusters: a test using one is a ``kafka`` test
 #: whatever its own marks say, so ``-m "not kafka"`` selects exactly the tests that need no bundle.
-KAFKA_FIXTURES = {"kafka_bundle", "scenario_bundle", "kafka_cluster", "kafka_dist", "kafka_dump_log"}
+KAFKA_FIXTURES = {"kafka_bundle", "scenario_bundle", "kafka_cluster", "kafka_dist", "kafka_dump_log", "s3_server"}
 #: Fixtures that start notebook kernels or build the Binder environment: a test using one is a
 #: ``kernel`` test, which ``make check`` leaves out.
 KERNEL_FIXTURES = {"demo_report", "binder_kernel", "incident_report"}
@@ -100,8 +101,8 @@ def _release_cached_tables():
         from workbench.spark.registry import unpersist_all
 
         scenarios = (cache_root() / "scenarios").resolve()
-        unpersist_all(keep=lambda root: Path(root).resolve().is_relative_to(scenarios)
-                      or Path(root).resolve() in _SESSION_BUNDLES)
+        unpersist_all(keep=lambda root: isinstance(root, Path) and (root.resolve().is_relative_to(scenarios)
+                                                                    or root.resolve() in _SESSION_BUNDLES))
 
 
 @pytest.fixture(scope="session")

@@ -227,28 +227,98 @@ def open_bundle(path: str | Path, *, extract_to: str | Path | None = None,
     >>> with open_bundle("incident.tar.gz") as b:           # doctest: +SKIP
     ...     print(len(b.artifacts))                         # the extraction is removed after the block
     """
+    if is_url(path):
+        return _open_url(str(path), extract_to=extract_to, limits=limits)
     src = Path(path)
     if not src.exists():
         raise BundleError(f"bundle path does not exist: {src}")
     if src.is_file():
         if not src.name.endswith(_ARCHIVE_SUFFIXES):
             raise BundleError(f"expected a directory or a .tar/.tar.gz/.tgz/.zip archive, got file {src}")
-        owned = None
-        if extract_to:
-            target = Path(extract_to)
-        else:
-            target = owned = Path(tempfile.mkdtemp(prefix="workbench-bundle-")).resolve()
-            _OWNED.add(owned)
-        try:
-            extract_archive(src, target, limits)
-            bundle = _discover(target)
-        except BaseException:
-            if owned is not None:
-                _remove_owned(owned)
-            raise
-        bundle.owned_dir = owned
-        return bundle
+        return _open_archive(src.name, extract_to, limits, local=src)
     return _discover(src)
+
+
+def _open_archive(name: str, extract_to: str | Path | None, limits: ArchiveLimits | None, *,
+                  local: Path | None = None, download: Any = None) -> Bundle:
+    """An archive extracted to ``extract_to`` or to a directory the bundle owns, and discovered there:
+    the ``local`` file, or the one ``download(path)`` writes to a staging directory removed after."""
+    owned = None
+    if extract_to:
+        target = Path(extract_to)
+    else:
+        target = owned = Path(tempfile.mkdtemp(prefix="workbench-bundle-")).resolve()
+        _OWNED.add(owned)
+    staging = None
+    try:
+        if local is None:
+            staging = Path(tempfile.mkdtemp(prefix="workbench-download-"))
+            local = staging / name
+            download(local)
+        extract_archive(local, target, limits)
+        bundle = _discover(target)
+    except BaseException:
+        if owned is not None:
+            _remove_owned(owned)
+        raise
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+    bundle.owned_dir = owned
+    return bundle
+
+
+def is_url(path: str | Path) -> bool:
+    """Whether ``path`` names a bundle by URL (``s3://bucket/incident``, any fsspec protocol) rather than
+    a local path; ``file://`` URLs are local paths."""
+    text = str(path) if isinstance(path, str) else ""
+    scheme, sep, _rest = text.partition("://")
+    return bool(sep) and scheme.isidentifier() and scheme.lower() != "file"
+
+
+def _store_url(url: str) -> str:
+    """``url`` as fsspec names its store: ``s3a://`` (Hadoop's name for S3) is ``s3://``."""
+    return "s3://" + url[len("s3a://"):] if url.startswith("s3a://") else url
+
+
+def _url_info(url: str) -> tuple[Any, str, str]:
+    """The filesystem, path and ``"directory"`` or ``"file"`` of a URL; a clear error when it cannot be read."""
+    import fsspec
+
+    try:
+        fs, remote = fsspec.core.url_to_fs(url)
+        info = fs.info(remote)
+    except FileNotFoundError:
+        raise BundleError(f"bundle path does not exist: {url}") from None
+    except (OSError, ValueError, ImportError) as exc:
+        raise BundleError(f"cannot open bundle {url}: {type(exc).__name__}: {exc}") from None
+    return fs, remote, "directory" if info.get("type") == "directory" else "file"
+
+
+def url_kind(url: str) -> str:
+    """``"directory"`` or ``"file"``: what a bundle URL names (:class:`BundleError` when it names nothing)."""
+    return _url_info(_store_url(url))[2]
+
+
+def _open_url(url: str, *, extract_to: str | Path | None, limits: ArchiveLimits | None) -> Bundle:
+    """A bundle in object storage (``s3://``, ``s3a://`` or any fsspec URL): a directory is read where it
+    lies, every reader fetching the byte ranges it needs; an archive, which has to be read whole to be
+    extracted, is copied beside its extraction first and removed after it. Credentials and endpoint
+    come from the filesystem's usual environment (for S3: ``AWS_ACCESS_KEY_ID``,
+    ``AWS_SECRET_ACCESS_KEY``, ``AWS_ENDPOINT_URL``, ``AWS_PROFILE``)."""
+    try:
+        from upath import UPath
+    except ImportError:
+        raise BundleError(f"cannot open bundle {url}: a bundle at a URL needs universal_pathlib and the store's "
+                          "filesystem (s3fs for s3://): pip install 'kafka-workbench[s3]'") from None
+    url = _store_url(url)
+    fs, remote, kind = _url_info(url)
+    if kind != "directory":
+        if not url.endswith(_ARCHIVE_SUFFIXES):
+            raise BundleError(f"expected a directory or a .tar/.tar.gz/.tgz/.zip archive, got file {url}")
+        return _open_archive(url.rstrip("/").rsplit("/", 1)[-1], extract_to, limits,
+                             download=lambda local: fs.get_file(remote, str(local)))
+    return _discover(UPath(url))
 
 
 #: Entries beside a wrapping directory that do not make it a bundle's top (archivers' by-products).
@@ -271,28 +341,48 @@ def _bundle_top(root: Path) -> Path:
     """
     here = root
     for _ in range(32):
-        if any(os.path.lexists(here / marker) for marker in _TOP_MARKERS):
-            return here
-        try:
-            with os.scandir(here) as it:
-                entries = [e for e in it if e.name not in _WRAPPER_NOISE]
-        except OSError:
+        if isinstance(here, Path):
+            if any(os.path.lexists(here / marker) for marker in _TOP_MARKERS):
+                return here
+            try:
+                with os.scandir(here) as it:
+                    entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it if e.name not in _WRAPPER_NOISE]
+            except OSError:
+                return root
+        else:   # a URL: one listing of the directory
+            try:
+                listed = here.fs.ls(here.path, detail=True)
+            except OSError:
+                return root
+            entries = [(name, info.get("type") == "directory") for info in listed
+                       if (name := info["name"].rstrip("/").rsplit("/", 1)[-1]) and name not in _WRAPPER_NOISE]
+            if any(name in _TOP_MARKERS for name, _is_dir in entries):
+                return here
+        if len(entries) != 1 or not entries[0][1]:
             return root
-        if len(entries) != 1 or not entries[0].is_dir(follow_symlinks=False):
-            return root
-        here = Path(entries[0].path)
+        here = here / entries[0][0]
     return root
 
 
 def _discover(root: Path) -> Bundle:
-    root = _bundle_top(root.resolve())
+    """Walk a local directory (a :class:`~pathlib.Path`) or a URL's (a ``UPath``) once and classify it."""
+    root = _bundle_top(root.resolve() if isinstance(root, Path) else root)
     artifacts: list[Artifact] = []
     problems: list[Problem] = []
     node_cache: dict[Path, int] = {}
     metas: dict[Path, MetaProperties | None] = {}
-    for file in _walk(root):
+    if isinstance(root, Path):
+        files = [(file, None) for file in _walk(root)]
+        is_file = Path.is_file
+    else:
+        files = _walk_url(root)
+        listed = {str(file) for file, _size in files}
+
+        def is_file(path: Any) -> bool:
+            return str(path) in listed
+    for file, size in files:
         try:
-            artifacts.append(_classify(root, file, node_cache, metas))
+            artifacts.append(_classify(root, file, node_cache, metas, size=size, is_file=is_file))
         except OSError as exc:
             problems.append(Problem(str(file), 0, "unreadable", str(exc)))
     artifacts, path_nodes = _number_unnamed_log_dirs(root, artifacts)
@@ -596,6 +686,18 @@ def _walk(root: Path) -> Iterator[Path]:
             yield path
 
 
+def _walk_url(root: Any) -> list[tuple[Any, int]]:
+    """Every file under a URL directory with its size, from one recursive listing (no request per file)."""
+    base = root.path.rstrip("/")
+    found = root.fs.find(base, detail=True)
+    out = []
+    for name, info in sorted(found.items()):
+        rel = name[len(base):].strip("/") if name.startswith(base) else ""
+        if info.get("type") == "file" and rel and not name.endswith("/"):
+            out.append((root.joinpath(*rel.split("/")), int(info.get("size") or 0)))
+    return out
+
+
 def read_meta(path: Path, cache: dict[Path, MetaProperties | None]) -> MetaProperties | None:
     """The ``meta.properties`` at ``path`` (v0 or v1), read once per ``cache``; None when unreadable.
     The one reader of these files: a node's id, its cluster and their problems all come from it."""
@@ -723,7 +825,8 @@ def _number_unnamed_log_dirs(root: Path, artifacts: list[Artifact]) -> tuple[lis
     return out, {str(d): n for d, n in numbered.items()}
 
 
-def _node_of(root: Path, file: Path, cache: dict[Path, int], metas: dict[Path, MetaProperties | None]) -> int:
+def _node_of(root: Path, file: Path, cache: dict[Path, int], metas: dict[Path, MetaProperties | None],
+             is_file: Any = Path.is_file) -> int:
     """Node id of the nearest ancestor log dir with a ``meta.properties``, or a ``nodes/<id>`` dir."""
     for parent in file.parents:
         if parent == root.parent:
@@ -731,7 +834,7 @@ def _node_of(root: Path, file: Path, cache: dict[Path, int], metas: dict[Path, M
         if parent in cache:
             return cache[parent]
         props = parent / "meta.properties"
-        if props.is_file():
+        if is_file(props):
             node = node_of_meta(read_meta(props, metas))
             if node is not None:
                 cache[parent] = node
@@ -745,11 +848,12 @@ def _node_of(root: Path, file: Path, cache: dict[Path, int], metas: dict[Path, M
     return -1
 
 
-def _classify(root: Path, file: Path, cache: dict[Path, int], metas: dict[Path, MetaProperties | None]) -> Artifact:
+def _classify(root: Path, file: Path, cache: dict[Path, int], metas: dict[Path, MetaProperties | None], *,
+              size: int | None = None, is_file: Any = Path.is_file) -> Artifact:
     name = file.name
-    rel = file.relative_to(root)
-    size = file.stat().st_size
-    node = _node_of(root, file, cache, metas)
+    rel = Path(str(file.relative_to(root)))
+    size = file.stat().st_size if size is None else size
+    node = _node_of(root, file, cache, metas, is_file)
     topic: str | None = None
     partition: int | None = None
     base: int | None = None

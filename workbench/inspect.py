@@ -12,6 +12,8 @@ def scan_problems(bundle: Bundle, *, deep: bool = False) -> list[Problem]:
     Batch headers and CRCs are checked for every file read; metadata records are decoded too.
     Nothing is kept but the problems, so memory stays flat whatever the bundle's size.
     """
+    import fsspec
+
     from workbench.formats.batch import read_batches
     from workbench.formats.metadata import decode_metadata_record
 
@@ -25,7 +27,7 @@ def scan_problems(bundle: Bundle, *, deep: bool = False) -> list[Problem]:
         log = ProblemLog(path)
         is_metadata = artifact in bundle.metadata_files
         try:
-            with open(path, "rb") as f:
+            with fsspec.open(path, "rb") as f:
                 for batch in read_batches(f, path=path, problems=log):
                     records = batch.records(log)
                     if is_metadata and not batch.is_control:

@@ -464,7 +464,7 @@ def open_investigation(bundle: str | Path | None = "", *, spark: SparkSession | 
     Investigation
         The same object for the same bundle, parameters and session (sections of one report share it).
     """
-    from workbench.bundle import open_bundle
+    from workbench.bundle import is_url, open_bundle
     from workbench.demo import demo_bundle_path
     from workbench.session import input_size, session
     from workbench.spark.registry import load
@@ -473,11 +473,11 @@ def open_investigation(bundle: str | Path | None = "", *, spark: SparkSession | 
               if not k.startswith("_") and isinstance(v, str | int | float | bool) and k != "bundle"}
     progress = str(values.pop("progress_path", "") or "")  # where a report's command reads progress, not a parameter
     start, end = parse_window(values.get("start"), values.get("end"))
-    path = Path(bundle) if bundle not in (None, "") else demo_bundle_path()
+    path = (str(bundle) if is_url(bundle) else Path(bundle)) if bundle not in (None, "") else demo_bundle_path()
     began = time.monotonic()
-    spark = spark or session(input_bytes=input_size(path))
-    key = (id(spark), str(Path(path).resolve()), repr(sorted(values.items(), key=lambda kv: kv[0])),
-           repr(sorted(options.items())))
+    spark = spark or session(input_bytes=None if is_url(path) else input_size(path))
+    where = str(path) if is_url(path) else str(Path(path).resolve())
+    key = (id(spark), where, repr(sorted(values.items(), key=lambda kv: kv[0])), repr(sorted(options.items())))
     found = _OPEN.get(key)
     if found is None:
         note(progress, f"Spark session ready ({time.monotonic() - began:.1f} s)")

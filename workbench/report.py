@@ -592,9 +592,18 @@ def _report(bundle: str | os.PathLike[str], out: str | os.PathLike[str], *, note
         raise ConfigError(f"out: {out_path} is a directory; give an .html file name")
     if out_path.suffix.lower() not in (".html", ".htm"):
         raise ConfigError(f"out: expected an .html file name, got {out_path.name}")
-    bundle_path = Path(bundle).expanduser().resolve()
-    if not bundle_path.exists():
-        raise BundleError(f"bundle path does not exist: {bundle_path}")
+    from workbench.bundle import is_url, url_kind
+
+    if is_url(bundle):   # a bundle in object storage: its title is its last name, it is read where it lies
+        url = str(bundle)
+        bundle_is_file = url_kind(url) == "file"
+        bundle_path = Path(url.rstrip("/").rsplit("/", 1)[-1])
+    else:
+        url = None
+        bundle_path = Path(bundle).expanduser().resolve()
+        if not bundle_path.exists():
+            raise BundleError(f"bundle path does not exist: {bundle_path}")
+        bundle_is_file = bundle_path.is_file()
     if fail_on not in FAIL_ON:
         raise ConfigError(f"fail_on: expected one of {', '.join(FAIL_ON)}, got {fail_on!r}")
     if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0 or math.isnan(timeout)):
@@ -611,12 +620,12 @@ def _report(bundle: str | os.PathLike[str], out: str | os.PathLike[str], *, note
     run = dict(source=source, params=params, bundle_path=bundle_path, out_path=out_path, summary=summary,
                writes_summary=writes_summary, fail_on=fail_on, kernel_name=kernel_name, keep_executed=keep_executed,
                timeout=timeout, kernel=kernel, progress=progress)
-    if bundle_path.is_file():
+    if bundle_is_file:
         from workbench.bundle import open_bundle
 
-        with open_bundle(bundle_path, limits=archive_limits) as opened:  # removed when the report is done
+        with open_bundle(url or bundle_path, limits=archive_limits) as opened:  # removed when the report is done
             return _run(root=opened.root, **run)
-    return _run(root=bundle_path, **run)
+    return _run(root=url or bundle_path, **run)
 
 
 def _writable_dir(directory: Path) -> bool:

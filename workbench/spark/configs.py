@@ -43,7 +43,6 @@ Examples
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.spark.registry import Built, register_table
@@ -123,6 +122,8 @@ def checked_setting(name: str, value: str, text: str, log: ProblemLog) -> str | 
 
 def static_rows(ctx: BuildContext) -> tuple[list[tuple], list[tuple]]:
     """Rows of every node's properties file, and the problems met reading them."""
+    import fsspec
+
     from workbench.formats.kraft_files import read_properties_file
     from workbench.formats.problems import ProblemLog
 
@@ -133,7 +134,8 @@ def static_rows(ctx: BuildContext) -> tuple[list[tuple], list[tuple]]:
         path = str(ctx.bundle.root / artifact.path)
         log = ProblemLog(path, strict=strict)
         try:
-            data = Path(path).read_bytes()
+            with fsspec.open(path, "rb") as f:
+                data = f.read()
         except OSError as exc:
             log.report(0, "unreadable", f"cannot read file: {exc}")
             data = b""

@@ -19,7 +19,6 @@ problem of the table and its row is left out; the others are kept.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.spark.registry import Built, register_table
@@ -42,6 +41,8 @@ def checkpoint_files(bundle: Bundle) -> list[Artifact]:
 
 def build_leader_epochs(ctx: BuildContext) -> Built:
     """Every entry of :func:`checkpoint_files`, and the problems met reading them."""
+    import fsspec
+
     from workbench.formats.kraft_files import parse_checkpoint
     from workbench.spark.source import PROBLEMS_SCHEMA
 
@@ -51,7 +52,8 @@ def build_leader_epochs(ctx: BuildContext) -> Built:
     for artifact in checkpoint_files(ctx.bundle):
         path = str(ctx.bundle.root / artifact.path)
         try:
-            text = Path(path).read_bytes().decode("utf-8", "replace")
+            with fsspec.open(path, "rb") as f:
+                text = f.read().decode("utf-8", "replace")
         except OSError as exc:
             problems.append((artifact.node_id, path, 0, "unreadable", f"cannot read file: {exc}"))
             continue

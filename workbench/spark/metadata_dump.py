@@ -58,7 +58,7 @@ def _described(bundle: Bundle, artifact: Artifact) -> list[str]:
     """The files a dump text artifact describes (its ``Dumping`` lines)."""
     found: list[str] = []
     try:
-        with open(bundle.root / artifact.path, encoding="utf-8", errors="replace") as f:
+        with (bundle.root / artifact.path).open(encoding="utf-8", errors="replace") as f:
             for line in f:
                 if line.startswith(_DUMPING):
                     found.append(line[len(_DUMPING):].rstrip("\n"))

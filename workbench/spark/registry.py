@@ -216,8 +216,31 @@ def table_spec(name: str) -> TableSpec:
     return specs[name]
 
 
+#: Environment variables object stores read their credentials and endpoints from (fsspec's filesystems:
+#: S3, Google Cloud Storage, Azure, and fsspec's own ``FSSPEC_<PROTOCOL>_<OPTION>`` configuration).
+STORAGE_ENVIRONMENT = ("AWS_", "FSSPEC_", "GOOGLE_", "AZURE_")
+
+
+def pass_storage_environment(spark: SparkSession) -> None:
+    """Give the Python workers of ``spark`` the object-store variables of this process's environment.
+
+    A data source's workers get the environment its registration captured (``SparkContext.environment``),
+    not the driver's: a bundle at an ``s3://`` URL opened after the session started would otherwise be
+    read without the credentials the driver found it with. Values are never logged.
+    """
+    try:
+        environment = spark.sparkContext.environment
+    except Exception:  # Spark Connect: the server's environment is its own
+        return
+    for name, value in os.environ.items():
+        if name.startswith(STORAGE_ENVIRONMENT):
+            environment[name] = value
+
+
 def register_sources(spark: SparkSession) -> None:
-    """Register every table's data source with ``spark`` (registration is per session)."""
+    """Register every table's data source with ``spark`` (registration is per session), its workers
+    given the object-store environment of this moment (:func:`pass_storage_environment`)."""
+    pass_storage_environment(spark)
     seen: set[type] = set()
     for spec in table_specs().values():
         if spec.source is not None and spec.source not in seen:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -172,7 +173,7 @@ class FilePartition(InputPartition):
 
     def __init__(self, path: str, node_id: int, kind: str, base_offset: int | None, topic: str | None = None,
                  partition: int | None = None, start: int = 0, end: int | None = None,
-                 cluster_id: str | None = None) -> None:
+                 cluster_id: str | None = None, size: int | None = None) -> None:
         super().__init__(path)
         self.path = path
         self.node_id = node_id
@@ -183,11 +184,14 @@ class FilePartition(InputPartition):
         self.start = start
         self.end = end
         self.cluster_id = cluster_id
+        #: the file's bytes as discovery listed them, for a file of another filesystem (a URL), whose
+        #: size is not asked again; None for a local file (its size is read where it is packed)
+        self.size = size
 
     def piece(self, start: int, end: int | None) -> FilePartition:
         """The same file, restricted to the byte range ``[start, end)``."""
         return FilePartition(self.path, self.node_id, self.kind, self.base_offset, self.topic, self.partition,
-                             start, end, self.cluster_id)
+                             start, end, self.cluster_id, self.size)
 
 
 class FilePack(InputPartition):
@@ -199,14 +203,15 @@ class FilePack(InputPartition):
 
 
 def piece_bytes(piece: FilePartition) -> int | None:
-    """The bytes ``piece`` covers, or None when unknown (a remote file: it gets a partition of its own)."""
+    """The bytes ``piece`` covers, or None when unknown (a file of another filesystem that discovery
+    did not size: it gets a partition of its own)."""
     import os
 
-    local = local_path(piece.path)
-    if local is None:
-        return None
     if piece.end is not None:
         return max(0, piece.end - piece.start)
+    local = local_path(piece.path)
+    if local is None:
+        return None if piece.size is None else max(0, piece.size - piece.start)
     try:
         return max(0, os.path.getsize(local) - piece.start)
     except OSError:
@@ -246,10 +251,13 @@ def pack(pieces: Iterable[FilePartition], pack_bytes: int, pack_files: int) -> l
 
 
 def files_option(bundle: Bundle, artifacts: Iterable[Artifact]) -> str:
-    """The ``files`` option of a source: the artifacts with absolute paths and their cluster id, as JSON."""
+    """The ``files`` option of a source: the artifacts with absolute paths and their cluster id, as JSON
+    (and their sizes, for a bundle at a URL: asking a store each file's size again costs a request)."""
+    sized = not isinstance(bundle.root, Path)
     return json.dumps([
         {"path": str(bundle.root / a.path), "node_id": a.node_id, "kind": a.kind, "base_offset": a.base_offset,
-         "topic": a.topic, "partition": a.partition, "cluster_id": bundle.cluster_of(a)}
+         "topic": a.topic, "partition": a.partition, "cluster_id": bundle.cluster_of(a),
+         **({"bytes": a.bytes} if sized else {})}
         for a in artifacts
     ])
 
@@ -264,7 +272,8 @@ def parse_files(options: dict[str, str]) -> list[FilePartition]:
         return [FilePartition(str(i["path"]), int(i.get("node_id", -1)), str(i.get("kind", "segment")),
                               None if i.get("base_offset") is None else int(i["base_offset"]),
                               i.get("topic"), None if i.get("partition") is None else int(i["partition"]),
-                              cluster_id=None if i.get("cluster_id") is None else str(i["cluster_id"]))
+                              cluster_id=None if i.get("cluster_id") is None else str(i["cluster_id"]),
+                              size=None if i.get("bytes") is None else int(i["bytes"]))
                 for i in items]
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"option 'files' must be a JSON list of objects with a 'path': {exc}") from exc

@@ -110,8 +110,10 @@ CAPTURES_SCHEMA = (
 
 
 def _head(path: Path, size: int = 8192) -> str:
+    import fsspec
+
     try:
-        with open(path, "rb") as f:
+        with fsspec.open(str(path), "rb") as f:
             return f.read(size).decode("utf-8", "replace")
     except OSError:
         return ""
