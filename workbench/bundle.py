@@ -86,8 +86,9 @@ class Bundle:
 
     Attributes
     ----------
-    root : pathlib.Path
-        Directory the artifacts were found in (the extraction directory for an archive).
+    root : pathlib.Path or upath.UPath
+        Directory the artifacts were found in (the extraction directory for an archive; for a
+        directory at a URL, a ``UPath`` of it: ``root / artifact.path`` opens either way).
     artifacts : list of Artifact
         Every file, classified.
     manifest : dict or None
