@@ -138,3 +138,11 @@ def test_workbench_inspect_reads_a_bundle_url_with_the_environments_credentials(
     assert done.stdout.replace(f"s3://{PREFIX}", "<root>") == local.stdout.replace(str(Path(stored).resolve()),
                                                                                       "<root>")
     assert s3_env.secret not in done.stdout + done.stderr
+
+
+def test_a_report_of_a_missing_bundle_url_is_refused_before_any_kernel_starts(stored, s3_env, tmp_path):
+    from workbench.report import run_report
+
+    with pytest.raises(BundleError, match="does not exist"):
+        run_report(f"s3://{BUCKET}/no-such-incident", tmp_path / "report.html")
+    assert not (tmp_path / "report.html").exists()
