@@ -24,7 +24,8 @@ import pytest
 
 import workbench
 from peer.cluster import free_ports
-from tests.spark.test_standalone_cluster import spark_class, stop, wait_for_port
+from tests.spark.test_standalone_cluster import spark_class, start_master, stop, wait_for_port
+from tests.test_bundle_s3 import without_root
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
@@ -57,16 +58,6 @@ spark.stop()
 """
 
 
-def _frame(frame: pd.DataFrame, root: str) -> pd.DataFrame:
-    """Rows in a stable order, the bundle's root in string columns cut to ``<root>``."""
-    out = frame.copy()
-    for column in out.columns:
-        if out[column].dtype == object:
-            out[column] = out[column].map(lambda v: v.replace(root, "<root>") if isinstance(v, str) else v)
-    text = out.astype(str)
-    return out.iloc[text.sort_values(list(text.columns)).index].reset_index(drop=True)
-
-
 @pytest.mark.parametrize("checked", [
     # make test: the ISR area (its replay runs in the executors' Python workers), make test-full: all five
     "isr", pytest.param("", marks=pytest.mark.full, id="every-area")])
@@ -94,12 +85,7 @@ def test_every_table_and_finding_on_two_workers_without_a_shared_disk_equals_the
     procs: list[subprocess.Popen] = []
     result = tmp_path / "cluster.pickle"
     try:
-        master = subprocess.Popen(
-            [spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-             "--webui-port", str(ui)], env=env, start_new_session=True,
-            stdout=open(logs / "master.out", "w"), stderr=subprocess.STDOUT)
-        procs.append(master)
-        wait_for_port(port, master, time.monotonic() + 90)
+        procs.append(start_master(port, ui, env, logs))
         for i in range(2):
             wport, wui = worker_ports[2 * i], worker_ports[2 * i + 1]
             # a private /tmp: the worker's directories, its executors' and their Python workers' files
@@ -132,12 +118,13 @@ def test_every_table_and_finding_on_two_workers_without_a_shared_disk_equals_the
     assert sorted(cluster["tables"]) == names and "records" in names
     here = str(demo_bundle.resolve())
     for name in names:
-        pd.testing.assert_frame_equal(_frame(cluster["tables"][name], url), _frame(local[name].toPandas(), here),
+        pd.testing.assert_frame_equal(without_root(cluster["tables"][name], url), without_root(local[name], here),
                                       obj=name)
-    pd.testing.assert_frame_equal(_frame(cluster["problems"], url), _frame(local.problems.toPandas(), here))
+    pd.testing.assert_frame_equal(without_root(cluster["problems"], url), without_root(local.problems, here))
     wanted = checked.split(",") if checked else sorted(areas())
     assert sorted(cluster["findings"]) == sorted(wanted)
     for name in wanted:
         mine = check_findings(areas()[name].findings_for(local, {}), name).toPandas()
-        pd.testing.assert_frame_equal(_frame(cluster["findings"][name], url), _frame(mine, here), obj=name)
+        pd.testing.assert_frame_equal(without_root(cluster["findings"][name], url), without_root(mine, here),
+                                      obj=name)
     assert all(len(f) for f in cluster["findings"].values()), {n: len(f) for n, f in cluster["findings"].items()}

@@ -68,6 +68,16 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(15)
 
 
+def start_master(port: int, ui: int, env: dict[str, str], logs: Path) -> subprocess.Popen:
+    """A standalone master on 127.0.0.1:``port``, answering; its output in ``logs/master.out``."""
+    master = subprocess.Popen(
+        [spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+         "--webui-port", str(ui)], env=env, start_new_session=True,
+        stdout=open(logs / "master.out", "w"), stderr=subprocess.STDOUT)
+    wait_for_port(port, master, time.monotonic() + 90)
+    return master
+
+
 def test_isr_analysis_on_a_standalone_cluster(tmp_path):
     write_node(tmp_path / "bundle", 1)
     write_node(tmp_path / "bundle", 2)
@@ -79,12 +89,7 @@ def test_isr_analysis_on_a_standalone_cluster(tmp_path):
     logs.mkdir()
     procs: list[subprocess.Popen] = []
     try:
-        master = subprocess.Popen(
-            [spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-             "--webui-port", str(ui)], env=env, start_new_session=True,
-            stdout=open(logs / "master.out", "w"), stderr=subprocess.STDOUT)
-        procs.append(master)
-        wait_for_port(port, master, time.monotonic() + 90)
+        procs.append(start_master(port, ui, env, logs))
         worker = subprocess.Popen(
             [spark_class(), "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host",
              "127.0.0.1", "--port", str(wport), "--webui-port", str(wui), "--cores", "1", "--memory", "1g"],
