@@ -189,9 +189,17 @@ def find_sources(bundle: Path) -> dict[str, tuple[str, Path]]:
             pytest.fail(f"no non-empty {pattern} in {bundle}")
         return found[0]
 
+    def largest(pattern: str) -> Path:
+        """The largest segment: the most batches to damage (how many a segment holds before it rolls
+        depends on how the producer batched, which a loaded machine changes: 3 once in CI)."""
+        found = sorted(bundle.glob(pattern), key=lambda p: (-p.stat().st_size, str(p)))
+        if not found or found[0].stat().st_size == 0:
+            pytest.fail(f"no non-empty {pattern} in {bundle}")
+        return found[0]
+
     out = {"metadata": ("metadata", first("nodes/*/logs/__cluster_metadata-0/00000000000000000000.log"))}
     for codec in CODECS:
-        out[codec] = ("data", first(f"nodes/*/logs/lag-{codec}-0/00000000000000000000.log"))
+        out[codec] = ("data", largest(f"nodes/*/logs/lag-{codec}-*/*.log"))
     offsets = sorted((p for p in bundle.glob("nodes/*/logs/__consumer_offsets-*/*.log") if p.stat().st_size > 0),
                      key=lambda p: p.stat().st_size)
     if not offsets:
