@@ -1,8 +1,9 @@
 """A Spark standalone cluster whose workers share no disk with the driver, reading a bundle from object storage.
 
-A master and two workers on 127.0.0.1; each worker runs in a mount namespace of its own with a private
-``/tmp`` (its work and scratch directories, its executors' and their Python workers' temporary files):
-nothing the driver writes under ``/tmp`` is visible to an executor, nor the other way round. The demo
+A master and two workers on 127.0.0.1; each worker runs in a mount namespace of its own with a tmpfs
+over the tests' base temporary directory, which holds its work, local and temporary directories: the
+driver's files there (the bundle's copy, its scratch and local directories) are invisible to every
+executor, and the executors' to the driver. The demo
 bundle (real Kafka's files, all five areas) lies only in a real S3-compatible server (s3proxy,
 :mod:`peer.s3proxy`); the driver opens it by URL and the executors read its files from there with the
 credentials the driver's environment gives (``workbench.spark.registry.pass_storage_environment``).
@@ -62,7 +63,7 @@ spark.stop()
     # make test: the ISR area (its replay runs in the executors' Python workers), make test-full: all five
     "isr", pytest.param("", marks=pytest.mark.full, id="every-area")])
 def test_every_table_and_finding_on_two_workers_without_a_shared_disk_equals_the_local_run(
-        spark, s3_server, demo_bundle, tmp_path, checked):
+        spark, s3_server, demo_bundle, tmp_path, tmp_path_factory, checked):
     import s3fs
 
     from workbench.analysis.findings import areas, check_findings
@@ -86,12 +87,17 @@ def test_every_table_and_finding_on_two_workers_without_a_shared_disk_equals_the
     result = tmp_path / "cluster.pickle"
     try:
         procs.append(start_master(port, ui, env, logs))
+        # every file of this session's tests (the demo bundle's copy, the driver's scratch and local
+        # directories below) lies under the base temporary directory: each worker mounts a tmpfs of its
+        # own there, holding its own directories, so neither side sees the other's files
+        hidden = tmp_path_factory.getbasetemp()
         for i in range(2):
             wport, wui = worker_ports[2 * i], worker_ports[2 * i + 1]
-            # a private /tmp: the worker's directories, its executors' and their Python workers' files
-            own = dict(env, HOME="/tmp/home", SPARK_WORKER_DIR="/tmp/work", SPARK_LOCAL_DIRS="/tmp/local",
-                       TMPDIR="/tmp")
-            command = (f"mount -t tmpfs -o size=2g tmpfs /tmp && mkdir -p /tmp/home /tmp/work /tmp/local && "
+            mine = hidden / "worker"
+            own = dict(env, HOME=str(mine / "home"), SPARK_WORKER_DIR=str(mine / "work"),
+                       SPARK_LOCAL_DIRS=str(mine / "local"), TMPDIR=str(mine / "tmp"))
+            command = (f"mount -t tmpfs -o size=2g tmpfs {hidden} && "
+                       f"mkdir -p {mine}/home {mine}/work {mine}/local {mine}/tmp && "
                        f"exec {spark_class()} org.apache.spark.deploy.worker.Worker spark://127.0.0.1:{port} "
                        f"--host 127.0.0.1 --port {wport} --webui-port {wui} --cores 1 --memory 1g")
             worker = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", command],
@@ -100,7 +106,9 @@ def test_every_table_and_finding_on_two_workers_without_a_shared_disk_equals_the
             procs.append(worker)
             wait_for_port(wport, worker, time.monotonic() + 90)
         done = subprocess.run([sys.executable, "-c", DRIVER, f"spark://127.0.0.1:{port}", url, str(result), checked],
-                              env=dict(env, **storage), capture_output=True, text=True, timeout=900)
+                              env=dict(env, WORKBENCH_SCRATCH=str(tmp_path / "scratch"),
+                                       SPARK_LOCAL_DIRS=str(tmp_path / "driver-local"), **storage),
+                              capture_output=True, text=True, timeout=900)
         (logs / "driver.err").write_text(done.stderr)
         assert done.returncode == 0, "\n".join(line for line in done.stderr.splitlines()
                                                if not line.startswith("\tat ") and line.strip())[-6000:]
