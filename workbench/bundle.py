@@ -303,7 +303,7 @@ def url_kind(url: str) -> str:
 
 def _open_url(url: str, *, extract_to: str | Path | None, limits: ArchiveLimits | None) -> Bundle:
     """A bundle in object storage (``s3://``, ``s3a://`` or any fsspec URL): a directory is read where it
-    lies, every reader fetching the byte ranges it needs; an archive, which has to be read whole to be
+    lies, each reader opening the files it reads in the store; an archive, which has to be read whole to be
     extracted, is copied beside its extraction first and removed after it. Credentials and endpoint
     come from the filesystem's usual environment (for S3: ``AWS_ACCESS_KEY_ID``,
     ``AWS_SECRET_ACCESS_KEY``, ``AWS_ENDPOINT_URL``, ``AWS_PROFILE``)."""
