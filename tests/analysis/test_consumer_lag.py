@@ -207,6 +207,41 @@ def test_page_cache_from_what_the_broker_wrote_since_the_read_data(frames, spark
     assert sorted(tuple(r) for r in cache.collect()) == [(1, 0.5, 4, 200, 200), (1, 0.99, 4, 600, 600)]
 
 
+def test_a_negative_committed_offset_reads_from_nowhere(frames, spark):
+    batches, _o, growth = frames
+    commits = spark.createDataFrame([("nowhere", "orders", 0, at(3.0), -1), ("damaged", "orders", 0, at(3.0), -9)],
+                                    "group string, topic string, partition int, commit_time timestamp, "
+                                    "committed_offset long")
+    lags = cl.with_cache_bytes(cl.lag_at_commits(commits, growth), cl.broker_writes(batches))
+    got = lags.select("group", "log_end_offset", "records_lag", "bytes_lag", "time_lag_ms", "committed_batch_offset",
+                      "cache_bytes", "note")
+    note = f"{cl.CREATE_TIME_NOTE}; {cl.NEGATIVE_OFFSET_NOTE}"
+    # log end 20 at 3 s (batch 10-19 reached at 2 s); kafka-consumer-groups shows no lag for such an offset
+    want = spark.createDataFrame([("nowhere", 20, None, None, None, None, None, note),
+                                  ("damaged", 20, None, None, None, None, None, note)],
+                                 "group string, log_end_offset long, records_lag long, bytes_lag long, "
+                                 "time_lag_ms long, committed_batch_offset long, cache_bytes long, note string")
+    assertDataFrameEqual(got, want)
+
+
+def test_a_groups_lag_finding_holds_its_own_page_cache_not_the_other_groups(spark):
+    batches = spark.createDataFrame(BATCHES, BATCHES_SCHEMA)
+    growth, writes = logs.log_growth(batches), cl.broker_writes(batches)
+
+    def billing_lag(rows):
+        lags = cl.with_cache_bytes(cl.lag_at_commits(cl.effective_commits(spark.createDataFrame(rows, OFFSETS_SCHEMA)),
+                                                     growth), writes)
+        found = cl.findings(lags, cache=cl.page_cache(lags, by=("group", "broker"))).where(
+            "kind = 'lag' AND subject = 'billing'")
+        return [(r.summary, dict(r.figures)) for r in found.collect()]
+
+    alone = billing_lag([r for r in OFFSETS if r[11] == "billing"])
+    # billing's reads needed 300, 200 and 0 B of cache; audit's read needed all 600 B the broker wrote,
+    # which moves the broker's p99 but not billing's
+    assert billing_lag(OFFSETS) == alone
+    assert alone[0][1]["p99_cache_bytes"] == 300 and "; 300 B of page cache on broker 1" in alone[0][0]
+
+
 def test_burrow_status_of_many_partitions_per_call_equals_one_call_per_partition(spark, monkeypatch):
     """The status rows when each pandas call holds many groups' partitions (as it does since
     10,000 partitions cost 100 s one call each) equal those of one call per group and partition."""

@@ -123,6 +123,7 @@ from workbench.analysis.consumer_lag.lag import (
     CREATE_TIME_NOTE,
     LAG_COLUMNS,
     METRIC_END_NOTE,
+    NEGATIVE_OFFSET_NOTE,
     UNKNOWN_END_NOTE,
     VIEW_TOP_PARTITIONS,
     lag_at,
@@ -149,7 +150,8 @@ from workbench.analysis.consumer_lag import area as _area  # noqa: F401  (regist
 
 __all__ = [
     "COMMIT_COLUMNS", "LAG_COLUMNS", "YAMMER_PERCENTILES", "CACHE_QUANTILES", "METRICS", "CREATE_TIME_NOTE",
-    "METRIC_END_NOTE", "BELOW_START_NOTE", "UNKNOWN_END_NOTE", "effective_commits", "removed_offsets", "removed_for",
+    "METRIC_END_NOTE", "BELOW_START_NOTE", "NEGATIVE_OFFSET_NOTE", "UNKNOWN_END_NOTE", "effective_commits",
+    "removed_offsets", "removed_for",
     "log_offsets_from_metrics", "leader_changes", "growth_for", "commits_for", "lag_at_commits", "lag_at", "lags_for",
     "bucket_of", "lag_histogram", "lag_summary", "broker_writes", "with_cache_bytes", "page_cache", "byte_lag_cdf",
     "retention_loss", "stuck_partitions", "removed_groups", "BURROW_SCHEMA", "burrow_status", "BURROW_BUCKETS",

@@ -27,6 +27,7 @@ CREATE_TIME_NOTE = "CreateTime: times are the producers' clocks"
 METRIC_END_NOTE = "log end from the broker's LogEndOffset metric (segments gone)"
 BELOW_START_NOTE = "committed offset below the first batch in the bundle: bytes and time unknown"
 UNKNOWN_END_NOTE = "log end at that time unknown (no batch, no LogEndOffset sample)"
+NEGATIVE_OFFSET_NOTE = "committed offset negative: no position in the log, lag unknown"
 _US = 1_000_000
 
 
@@ -129,10 +130,14 @@ def _lag_rows(positions: DataFrame, growth: DataFrame, *, time: str, leaders: Da
         rows = rows.withColumn("leader", F.lit(None).cast("int"))
 
     from_metric = F.col("_leo").isNull() & F.col("_m_leo").isNotNull()
+    # a negative committed offset (a damaged record, or -1 for "no position") reads from nowhere: its lags
+    # stay unknown, as kafka-consumer-groups shows them, and it counts in no broker's distribution
+    committed = F.col("committed_offset")
+    negative = committed < 0
+    rows = rows.select(*[F.when(~negative, F.col(c)).alias(c) if c.startswith("_hb_") else c for c in rows.columns])
     # a consumer commits only offsets it has read: the log end was at least the committed offset (the
     # metric, sampled each second, can be older than the commit)
-    leo = F.coalesce(F.col("_leo"), F.greatest(F.col("_m_leo"), F.col("committed_offset")))
-    committed = F.col("committed_offset")
+    leo = F.coalesce(F.col("_leo"), F.greatest(F.col("_m_leo"), F.when(~negative, committed)))
     caught_up = committed >= leo
     below = F.col("_first_offset").isNotNull() & (committed < F.col("_first_offset"))
     known = ~below & F.col("_hb_base").isNotNull() & F.col("_leo").isNotNull()
@@ -143,13 +148,14 @@ def _lag_rows(positions: DataFrame, growth: DataFrame, *, time: str, leaders: Da
     note = F.concat_ws("; ",
                        F.when(F.col("_create_time") == 1, F.lit(CREATE_TIME_NOTE)),
                        F.when(from_metric, F.lit(METRIC_END_NOTE)),
-                       F.when(below & ~caught_up, F.lit(BELOW_START_NOTE)),
+                       F.when(negative, F.lit(NEGATIVE_OFFSET_NOTE)),
+                       F.when(below & ~caught_up & ~negative, F.lit(BELOW_START_NOTE)),
                        F.when(leo.isNull(), F.lit(UNKNOWN_END_NOTE)))
     return rows.select(
         *positions.columns,
         leo.cast("long").alias("log_end_offset"),
         F.when(F.col("_leo").isNotNull(), F.lit("segments")).when(from_metric, F.lit("metric")).alias("log_end_source"),
-        (leo - committed).cast("long").alias("records_lag"),
+        F.when(~negative, leo - committed).cast("long").alias("records_lag"),
         bytes_lag.cast("long").alias("bytes_lag"),
         time_lag.cast("long").alias("time_lag_ms"),
         F.col("_hb_base").alias("committed_batch_offset"),

@@ -66,8 +66,8 @@ def findings(lags: DataFrame, *, loss: DataFrame | None = None, removed: DataFra
 
     * ``lag`` (``warning`` when the time lag reached ``lag_warn_s``, else ``info``; one per group and
       leader broker with lag): how far behind the tail the group read, from when to when, and with
-      ``cache`` (:func:`page_cache` by broker) the page cache that would have served 99 % of the
-      broker's reads;
+      ``cache`` (:func:`page_cache` by group and broker) the page cache that would have served 99 % of
+      the group's reads there (the group's own: another group's commits do not change its finding);
     * ``retention_loss`` (critical): :func:`retention_loss` rows, records the group will never read;
     * ``offsets_removed`` (info): :func:`removed_groups` rows: a group's committed offsets were removed
       (expired after it was empty for ``offsets.retention.minutes``, or deleted);
@@ -93,17 +93,18 @@ def findings(lags: DataFrame, *, loss: DataFrame | None = None, removed: DataFra
     p99 = None
     if cache is not None:
         p99 = (cache.where(F.abs(F.col("quantile") - 0.99) < 1e-9)
-               .select("broker", F.col("tail_bytes").alias("_p99_tail"), F.col("cache_bytes").alias("_p99_cache")))
+               .select("group", "broker", F.col("tail_bytes").alias("_p99_tail"),
+                       F.col("cache_bytes").alias("_p99_cache")))
     lagged = summary.where(F.col("lagging_commits") > 0)
     if p99 is not None:
-        lagged = lagged.join(p99, "broker", "left")
+        lagged = lagged.join(p99, ["group", "broker"], "left")
     else:
         lagged = lagged.withColumn("_p99_tail", F.lit(None).cast("long")).withColumn("_p99_cache",
                                                                                    F.lit(None).cast("long"))
     cache_text = F.when(F.col("_p99_cache").isNotNull(), F.concat(
         F.lit("; "), bytes_text(F.col("_p99_cache")), F.lit(" of page cache on broker "),
         F.col("broker").cast("string"),
-        F.lit(" would have served 99 % of its reads"))).otherwise(F.lit(""))
+        F.lit(" would have served 99 % of the group's reads there"))).otherwise(F.lit(""))
     lag_rows = lagged.select(
         F.lit("lag").alias("kind"),
         F.when(F.col("max_time_lag_ms") >= F.lit(lag_warn_s * 1000), F.lit("warning")).otherwise(F.lit("info"))
@@ -226,7 +227,8 @@ def findings_for(tables: Any, params: Mapping[str, Any]) -> DataFrame:
         commits = commits_for(tables)
         return findings(lags_for(tables), loss=loss_for(tables),
                         removed=removed_groups(commits, removed_for(tables)),
-                        cache=page_cache(cache_lags_for(tables)), group_status=group_status_for(tables, params),
+                        cache=page_cache(cache_lags_for(tables), by=("group", "broker")),
+                        group_status=group_status_for(tables, params),
                         stuck=stuck_partitions(lags_for(tables), growth_for(tables)),
                         lag_warn_s=warn_s, burrow_intervals=intervals)
 
