@@ -208,6 +208,9 @@ def session(
     builder = SparkSession.builder.appName(app_name)
     remote = os.environ.get("SPARK_REMOTE")
     if remote and master is None:
+        # protobuf's default (upb) parser refuses plans nested over 100 levels, which an area's plan
+        # reaches before its checkpoints; the pure-Python one has no such limit (read at its first import)
+        os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
         builder = builder.remote(remote)
         # static driver settings do not apply to a Connect server
         settings = {k: v for k, v in settings.items() if k.startswith("spark.sql.") and k != CODEGEN_CACHE}

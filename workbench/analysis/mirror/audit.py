@@ -129,7 +129,7 @@ def translation_audit(mirror: DataFrame, observations: DataFrame, source_commits
     pairs = cps.select(*key).distinct()
     from_source = (source_commits.select("group", "topic", "partition").distinct()
                    .join(replicated, ["topic", "partition"])
-                   .where(synced_groups(flows, spark._jvm)).select(*key))
+                   .where(synced_groups(flows, spark)).select(*key))
     if groups is not None:
         from_source = from_source.where(F.col("group").isin(list(groups)))
     pairs = pairs.unionByName(from_source).distinct().join(settings.select(*flow, "_prefix"), flow).withColumn(

@@ -76,14 +76,14 @@ class Flow:
         return _matches(self.setting("topics"), topic) and not _matches(self.setting("topics.exclude"), topic)
 
 
-def synced_groups(flows: Sequence[Flow], jvm: Any = None) -> Any:
+def synced_groups(flows: Sequence[Flow], spark: Any = None) -> Any:
     """A Column: whether MirrorMaker 2's checkpoint connector syncs a row's ``group`` for its flow
     (``source_alias``, ``target_alias``): ``groups`` minus ``groups.exclude``, as DefaultGroupFilter
     judges them (each list joined by ``|`` into one Java regex that must match the whole name).
 
     Evaluated in the JVM with Java's regexes, MM2's own. A list that is not a valid Java regex
-    (MM2 would refuse to start) matches its names literally; ``jvm`` checks validity (a
-    SparkSession's ``_jvm``; without one, Python's ``re`` does).
+    (MM2 would refuse to start) matches its names literally; ``spark`` (a session, classic or
+    Spark Connect) checks validity with Java's compiler; without one, Python's ``re`` does.
     """
     from pyspark.sql import functions as F
 
@@ -92,7 +92,7 @@ def synced_groups(flows: Sequence[Flow], jvm: Any = None) -> Any:
         if not parts:  # an empty list matches nothing (MM2's filter has no pattern then)
             return F.lit(False)
         regex = "|".join(parts)
-        if _valid_regex(regex, jvm):
+        if _valid_regex(regex, spark):
             return F.col("group").rlike(r"\A(?:" + regex + r")\z")
         return F.col("group").isin(parts)
 
@@ -103,17 +103,25 @@ def synced_groups(flows: Sequence[Flow], jvm: Any = None) -> Any:
     return F.coalesce(synced, F.lit(False))
 
 
-def _valid_regex(regex: str, jvm: Any = None) -> bool:
-    if jvm is None:
+def _valid_regex(regex: str, spark: Any = None) -> bool:
+    """Whether ``regex`` compiles: by Java's ``Pattern`` through the session's JVM, or, on Spark Connect
+    (no JVM in this process), by a one-row query the server evaluates; by Python's ``re`` without a session."""
+    if spark is None:
         try:
             re.compile(regex)
             return True
         except re.error:
             return False
+    jvm = getattr(spark, "_jvm", None)  # Spark Connect raises an AttributeError
     try:
-        jvm.java.util.regex.Pattern.compile(regex)
+        if jvm is not None:
+            jvm.java.util.regex.Pattern.compile(regex)
+        else:
+            from pyspark.sql import functions as F
+
+            spark.range(1).select(F.lit("").rlike(regex)).collect()
         return True
-    except Exception:  # noqa: BLE001 - py4j's error for Java's PatternSyntaxException
+    except Exception:  # noqa: BLE001 - py4j's or the server's error for Java's PatternSyntaxException
         return False
 
 
